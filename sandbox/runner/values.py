@@ -1,0 +1,155 @@
+"""Turns what a test returned into plain data: a JSON manifest plus raw little-endian array bytes.
+
+Body layout: manifest length (u32, big-endian) | manifest (UTF-8 JSON) | array bytes, in the order
+the manifest names the arrays. Nodes:
+  {"t": "none"} {"t": "bool", "v": b} {"t": "int", "v": "123"} {"t": "float", "v": "0x1.8p+1"}
+  {"t": "str", "v": s} {"t": "list"|"tuple", "items": [...]} {"t": "dict", "items": [[key, node]]}
+  {"t": "tensor", "dtype": name, "shape": [..]}          (bytes follow in the array section)
+The trusted side checks every count again; nothing here is taken on trust there.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import torch
+
+# torch dtype -> (wire name, numpy dtype used for the bytes)
+DTYPES: dict[torch.dtype, tuple[str, str]] = {
+    torch.float16: ("float16", "<f2"),
+    torch.bfloat16: ("bfloat16", "<f4"),  # numpy has no bfloat16: widened, exactly, to float32
+    torch.float32: ("float32", "<f4"),
+    torch.float64: ("float64", "<f8"),
+    torch.complex64: ("complex64", "<c8"),
+    torch.complex128: ("complex128", "<c16"),
+    torch.int8: ("int8", "<i1"),
+    torch.int16: ("int16", "<i2"),
+    torch.int32: ("int32", "<i4"),
+    torch.int64: ("int64", "<i8"),
+    torch.uint8: ("uint8", "<u1"),
+    torch.bool: ("bool", "|b1"),
+}
+NUMPY_DTYPES = {
+    np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
+    np.dtype(np.float64): "float64", np.dtype(np.complex64): "complex64",
+    np.dtype(np.complex128): "complex128", np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
+    np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
+}
+
+MAX_DEPTH = 16
+MAX_NODES = 10_000
+MAX_STR = 64 * 1024
+MAX_INT_DIGITS = 4000
+
+
+class Unencodable(Exception):
+    """The returned value cannot be sent: the test fails with this message."""
+
+
+class TooLarge(Exception):
+    """The returned value is larger than the result limit."""
+
+
+class _Encoder:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.total = 0
+        self.nodes = 0
+        self.arrays: list[bytes] = []
+
+    def add_array(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.total > self.max_bytes:
+            raise TooLarge(self.total)
+        self.arrays.append(data)
+
+    def node(self, value: object, depth: int) -> dict:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise Unencodable(f"the returned value has more than {MAX_NODES} parts")
+        if depth > MAX_DEPTH:
+            raise Unencodable(f"the returned value is nested deeper than {MAX_DEPTH}")
+        kind = type(value)  # exact types only: a subclass may lie about itself
+        if value is None:
+            return {"t": "none"}
+        if kind is bool:
+            return {"t": "bool", "v": bool(value)}
+        if kind is int:
+            text = int.__repr__(value)  # type: ignore[arg-type]
+            if len(text) > MAX_INT_DIGITS:
+                raise Unencodable("an integer in the returned value is too large")
+            return {"t": "int", "v": text}
+        if kind is float:
+            return {"t": "float", "v": float.hex(value)}  # type: ignore[arg-type]
+        if kind is str:
+            if len(value) > MAX_STR:  # type: ignore[arg-type]
+                raise Unencodable("a string in the returned value is too long")
+            return {"t": "str", "v": str.__str__(value)}  # type: ignore[arg-type]
+        if kind is list or kind is tuple:
+            iterator = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
+            items = [self.node(item, depth + 1) for item in iterator]
+            return {"t": "list" if kind is list else "tuple", "items": items}
+        if kind is dict:
+            pairs = []
+            for key, item in dict.items(value):  # type: ignore[arg-type]
+                if type(key) is not str:
+                    raise Unencodable("dictionary keys in the returned value must be strings")
+                pairs.append([str.__str__(key), self.node(item, depth + 1)])
+            return {"t": "dict", "items": pairs}
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if kind is np.ndarray:
+            return self.ndarray(value)  # type: ignore[arg-type]
+        if isinstance(value, np.generic) and type(value) in {np.dtype(t).type for t in NUMPY_DTYPES}:
+            return self.ndarray(np.asarray(value))
+        raise Unencodable(f"a test returned a value of unsupported type {kind.__name__!r}")
+
+    def tensor(self, value: torch.Tensor) -> dict:
+        with torch._C.DisableTorchFunction():
+            tensor = torch.Tensor.detach(value)
+            if tensor.is_meta or tensor.device.type != "cpu":
+                raise Unencodable("a returned tensor is not a CPU tensor with data")
+            if tensor.layout != torch.strided:
+                tensor = tensor.to_dense()
+            if tensor.dtype not in DTYPES:
+                raise Unencodable(f"a returned tensor has unsupported dtype {tensor.dtype}")
+            name, np_dtype = DTYPES[tensor.dtype]
+            shape = [int(size) for size in tensor.shape]
+            itemsize = np.dtype(np_dtype).itemsize
+            numel = 1
+            for size in shape:
+                numel *= size
+            # Checked before anything is materialised: an expanded view can claim 10**12 elements.
+            if self.total + numel * itemsize > self.max_bytes:
+                raise TooLarge(numel * itemsize)
+            if tensor.is_conj():
+                tensor = tensor.resolve_conj()
+            if tensor.is_neg():
+                tensor = tensor.resolve_neg()
+            if tensor.dtype == torch.bfloat16:
+                tensor = tensor.to(torch.float32)
+            array = tensor.contiguous().numpy().astype(np_dtype, copy=False)
+        self.add_array(array.tobytes())
+        return {"t": "tensor", "dtype": name, "shape": shape}
+
+    def ndarray(self, value: np.ndarray) -> dict:
+        dtype = np.dtype(value.dtype)
+        if dtype.newbyteorder("=") not in NUMPY_DTYPES and dtype not in NUMPY_DTYPES:
+            raise Unencodable(f"a returned array has unsupported dtype {dtype}")
+        name = NUMPY_DTYPES.get(dtype) or NUMPY_DTYPES[dtype.newbyteorder("=")]
+        if self.total + value.nbytes > self.max_bytes:
+            raise TooLarge(value.nbytes)
+        array = np.ascontiguousarray(value).astype(dtype.newbyteorder("<"), copy=False)
+        self.add_array(array.tobytes())
+        return {"t": "tensor", "dtype": name, "shape": [int(s) for s in value.shape]}
+
+
+def encode_value(value: object, max_bytes: int) -> bytes:
+    encoder = _Encoder(max_bytes)
+    manifest = json.dumps(encoder.node(value, 0), separators=(",", ":")).encode()
+    if len(manifest) + encoder.total > max_bytes:
+        raise TooLarge(len(manifest) + encoder.total)
+    return struct.pack(">I", len(manifest)) + manifest + b"".join(encoder.arrays)
