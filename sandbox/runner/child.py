@@ -18,12 +18,11 @@ import time
 import traceback
 import types
 
+import frames
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-import frames
 import values
 
 MAX_MESSAGE = 4 * 1024

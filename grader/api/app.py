@@ -1,0 +1,191 @@
+"""The HTTP API (JSON under /api, OpenAPI at /docs) around one Service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from grader.api.schemas import (
+    ProblemPublic,
+    ProblemSummary,
+    SubmissionAccepted,
+    SubmissionCreate,
+    SubmissionPublic,
+    problem_public,
+    problem_summary,
+    public_submission,
+)
+from grader.config import Settings, get_settings
+from grader.grading.verdict import FINAL, Status
+from grader.queue.local import QueueFull
+from grader.service import Service
+from grader.storage import crud
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_S = 60
+
+
+def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = service is None
+        app.state.service = service or Service(settings)
+        if own:
+            app.state.service.start()
+        try:
+            yield
+        finally:
+            if own:
+                app.state.service.stop()
+
+    app = FastAPI(
+        title="torchjudge",
+        version="0.1.0",
+        description="A judge for PyTorch coding challenges: submissions run in hardened Docker sandboxes.",
+        lifespan=lifespan,
+    )
+    body_limit = settings.max_source_bytes * 8 + 4096
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                return JSONResponse({"detail": "invalid Content-Length"}, status_code=400)
+            if int(length) > body_limit:
+                return JSONResponse({"detail": f"request body over {body_limit} bytes"}, status_code=413)
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+            problems.append(f"{where}: {error.get('msg', 'invalid')}")
+        return JSONResponse({"detail": "; ".join(problems) or "invalid request"}, status_code=422)
+
+    def svc(request: Request) -> Service:
+        return request.app.state.service  # type: ignore[no-any-return]
+
+    @app.get("/healthz", tags=["service"])
+    def healthz(request: Request) -> JSONResponse:
+        service = svc(request)
+        pool = service.pool.status()
+        ready = service.pool.ready
+        body: dict[str, Any] = {
+            "status": "ok",
+            "ready": ready,
+            "sandbox": {**pool, "image": service.pool.image_id, "last_error": service.pool.last_error},
+            "queue_depth": service.queue.depth,
+            "problems": len(service.registry.all()),
+            "problem_errors": [str(error) for error in service.registry.errors],
+        }
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @app.get("/api/problems", response_model=list[ProblemSummary], tags=["problems"])
+    def list_problems(request: Request) -> list[ProblemSummary]:
+        return [problem_summary(p) for p in svc(request).registry.all()]
+
+    @app.get("/api/problems/{problem_id}", response_model=ProblemPublic, tags=["problems"])
+    def get_problem(problem_id: str, request: Request) -> ProblemPublic:
+        problem = svc(request).registry.get(problem_id)
+        if problem is None:
+            raise HTTPException(404, f"no problem {problem_id!r}")
+        return problem_public(problem)
+
+    def load_public(service: Service, submission_id: str) -> SubmissionPublic | None:
+        with service.db.session() as session:
+            submission = crud.get_submission(session, submission_id=submission_id)
+            if submission is None:
+                return None
+            problem = service.registry.get(submission.problem_id)
+            return public_submission(submission, crud.submission_tests(submission), problem)
+
+    @app.post(
+        "/api/submissions",
+        tags=["submissions"],
+        status_code=202,
+        responses={
+            200: {"model": SubmissionPublic, "description": "the final verdict, within ?wait= seconds"},
+            202: {"model": SubmissionAccepted, "description": "queued; poll the Location"},
+            404: {"description": "unknown problem"},
+            413: {"description": "source over the size limit"},
+            422: {"description": "malformed request, empty or non-UTF-8 source"},
+            429: {"description": "queue full; retry after Retry-After seconds"},
+        },
+    )
+    async def create_submission(
+        payload: SubmissionCreate,
+        request: Request,
+        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+    ) -> Response:
+        service = svc(request)
+        try:
+            encoded = payload.source.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HTTPException(422, "source is not valid UTF-8 text") from None
+        if len(encoded) > settings.max_source_bytes:
+            raise HTTPException(413, f"source is {len(encoded)} bytes; the limit is {settings.max_source_bytes}")
+        if not payload.source.strip():
+            raise HTTPException(422, "source is empty")
+        problem = service.registry.get(payload.problem_id)
+        if problem is None:
+            raise HTTPException(404, f"no problem {payload.problem_id!r}")
+        if service.queue.depth >= settings.max_queue:
+            raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"})
+        with service.db.session() as session:
+            submission = crud.create_submission(
+                session, problem_id=problem.id, problem_version=problem.version, source=payload.source
+            )
+            submission_id = submission.id
+        event = service.notifier.watch(submission_id) if wait > 0 else None
+        try:
+            try:
+                service.queue.submit(submission_id)
+            except QueueFull:
+                with service.db.session() as session:
+                    crud.delete_submission(session, submission_id=submission_id)
+                raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"}) from None
+            location = f"/api/submissions/{submission_id}"
+            if event is not None:
+                deadline = time.monotonic() + wait
+                while True:
+                    public = load_public(service, submission_id)
+                    if public is not None and public.status in FINAL:
+                        return JSONResponse(public.model_dump(mode="json"), status_code=200)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    try:
+                        await asyncio.wait_for(event.wait(), timeout=min(remaining, 1.0))
+                    except TimeoutError:
+                        pass
+                    event.clear()
+            accepted = SubmissionAccepted(id=submission_id, status=Status.QUEUED)
+            public = load_public(service, submission_id)
+            if public is not None:
+                accepted.status = public.status
+            return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers={"Location": location})
+        finally:
+            if event is not None:
+                service.notifier.unwatch(submission_id, event)
+
+    @app.get("/api/submissions/{submission_id}", response_model=SubmissionPublic, tags=["submissions"])
+    def get_submission(submission_id: str, request: Request) -> SubmissionPublic:
+        public = load_public(svc(request), submission_id)
+        if public is None:
+            raise HTTPException(404, f"no submission {submission_id!r}")
+        return public
+
+    return app

@@ -1,0 +1,181 @@
+"""Compares a submission's outputs with the expected ones, as plain data, on the trusted side.
+
+Same type, same shape, same dtype, then values: floating point within the test's tolerance (NaN
+matches only NaN, an infinity only the same infinity), everything else exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grader.sandbox.values import FLOAT_DTYPES, Tensor
+
+SAMPLE = 8
+FIRST_MISMATCHES = 5
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def json_number(value: Any) -> Any:
+    """A number JSON can carry: NaN and infinities become strings."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        return f"{complex(value)}"
+    if isinstance(value, (np.float16, np.float32)):
+        value = float(str(value))  # the shortest decimal that is the same float32, not its float64 expansion
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        return str(number)
+    return number
+
+
+def describe(value: Any) -> dict[str, Any]:
+    """Type, shape, dtype and a small sample, for the report."""
+    if isinstance(value, Tensor):
+        flat = value.array.reshape(-1)[:SAMPLE]
+        return {
+            "type": "tensor",
+            "shape": list(value.shape),
+            "dtype": value.dtype,
+            "sample": [json_number(x) for x in flat],
+        }
+    if isinstance(value, (list, tuple)):
+        return {"type": type(value).__name__, "length": len(value)}
+    if isinstance(value, dict):
+        return {"type": "dict", "keys": sorted(value)[:20]}
+    if isinstance(value, str):
+        return {"type": "str", "value": value[:200]}
+    if value is None:
+        return {"type": "None"}
+    return {"type": type(value).__name__, "value": json_number(value)}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return "tensor"
+    if value is None:
+        return "None"
+    return type(value).__name__
+
+
+def _mismatch(path: str, reason: str, expected: Any, got: Any, **extra: Any) -> Comparison:
+    details = {"path": path, "reason": reason, "expected": describe(expected), "got": describe(got)}
+    details.update(extra)
+    return Comparison(False, details)
+
+
+def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Tolerance) -> Comparison:
+    exp, act = expected.array, got.array
+    if expected.dtype in FLOAT_DTYPES:
+        if np.iscomplexobj(exp):
+            exp64, act64 = exp.astype(np.complex128), act.astype(np.complex128)
+        else:
+            exp64, act64 = exp.astype(np.float64), act.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = np.isclose(act64, exp64, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+            both_finite = np.isfinite(exp64) & np.isfinite(act64)
+            abs_err = np.abs(act64 - exp64)
+            rel_err = abs_err / np.maximum(np.abs(exp64), np.finfo(np.float64).tiny)
+        max_abs = float(abs_err[both_finite].max()) if both_finite.any() else 0.0
+        max_rel = float(rel_err[both_finite].max()) if both_finite.any() else 0.0
+        errors = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rtol": tolerance.rtol, "atol": tolerance.atol}
+    else:
+        close = exp == act
+        errors = {}
+    if bool(close.all()):
+        return Comparison(True)
+    wrong = np.argwhere(~close)
+    first = []
+    for index in wrong[:FIRST_MISMATCHES]:
+        position = tuple(int(i) for i in index)
+        first.append({"index": list(position), "expected": json_number(exp[position]), "got": json_number(act[position])})
+    return _mismatch(
+        path, "values differ", expected, got,
+        mismatches=int(wrong.shape[0]), total=int(exp.size), first_mismatches=first,
+        **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and exp.dtype.kind in "fc" else {}),
+        **errors,
+    )
+
+
+def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[list[float]]:
+    """Absolute error of a 2-D output, pooled (max) into at most cells x cells blocks."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    err = np.where(np.isfinite(err), err, np.inf)
+    rows = np.array_split(np.arange(err.shape[0]), min(cells, max(err.shape[0], 1)))
+    cols = np.array_split(np.arange(err.shape[1]), min(cells, max(err.shape[1], 1)))
+    grid = []
+    for r in rows:
+        line = []
+        for c in cols:
+            block = err[np.ix_(r, c)]
+            line.append(json_number(block.max()) if block.size else 0.0)
+        grid.append(line)
+    return grid
+
+
+def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> Comparison:
+    if _type_name(expected) != _type_name(got):
+        return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
+    if isinstance(expected, Tensor):
+        assert isinstance(got, Tensor)
+        if expected.shape != got.shape:
+            return _mismatch(path, f"shape {list(got.shape)} instead of {list(expected.shape)}", expected, got)
+        if expected.dtype != got.dtype:
+            return _mismatch(path, f"dtype {got.dtype} instead of {expected.dtype}", expected, got)
+        return _compare_arrays(path, expected, got, tolerance)
+    if isinstance(expected, float):
+        exp_array = Tensor("float64", np.array(expected))
+        result = _compare_arrays(path, exp_array, Tensor("float64", np.array(got)), tolerance)
+        if not result.passed:
+            return _mismatch(path, "values differ", expected, got, **{k: v for k, v in result.details.items() if k.startswith("max_")})
+        return result
+    if isinstance(expected, (list, tuple)):
+        if len(expected) != len(got):
+            return _mismatch(path, f"length {len(got)} instead of {len(expected)}", expected, got)
+        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+            result = compare_values(f"{path}[{i}]", e, g, tolerance)
+            if not result.passed:
+                return result
+        return Comparison(True)
+    if isinstance(expected, dict):
+        if set(expected) != set(got):
+            missing = sorted(set(expected) - set(got))
+            extra = sorted(set(got) - set(expected))
+            return _mismatch(path, f"keys differ (missing {missing}, unexpected {extra})", expected, got)
+        for key in expected:
+            result = compare_values(f"{path}[{key!r}]", expected[key], got[key], tolerance)
+            if not result.passed:
+                return result
+        return Comparison(True)
+    if expected == got:
+        return Comparison(True)
+    return _mismatch(path, "values differ", expected, got)
+
+
+def compare_outputs(expected: Any, got: Any, checks: dict[str, Tolerance], default: Tolerance) -> Comparison:
+    """Compares one test's outputs; a top-level dict key picks its tolerance from the test's check."""
+    if isinstance(expected, dict) and isinstance(got, dict) and set(expected) == set(got):
+        for key in expected:
+            result = compare_values(key, expected[key], got[key], checks.get(key, default))
+            if not result.passed:
+                return result
+        return Comparison(True)
+    return compare_values("result", expected, got, default)

@@ -1,0 +1,224 @@
+"""One hardened sandbox container with a warm runner inside, driven over its attached stdin/stdout."""
+
+from __future__ import annotations
+
+import json
+import logging
+import select
+import socket
+import struct
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import docker
+from docker.errors import DockerException, NotFound
+from docker.types import Ulimit
+
+from grader.config import Settings
+from grader.sandbox.frames import (
+    COMPILE,
+    DONE,
+    HELLO,
+    JOB,
+    TEST,
+    CompileHeader,
+    DoneHeader,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    TestHeader,
+    encode,
+)
+
+log = logging.getLogger(__name__)
+
+LABEL = "torchjudge.sandbox"
+DOCKER_STREAM_HEADER = struct.Struct(">BxxxI")
+MAX_STDERR_KEPT = 4096
+
+
+class SandboxLost(Exception):
+    """The container or the engine failed: the judge's problem, unless it keeps happening to one submission."""
+
+    def __init__(self, message: str, *, during_test: int | None = None) -> None:
+        super().__init__(message)
+        self.during_test = during_test
+
+
+class SandboxProtocolError(SandboxLost):
+    """The sandbox sent bytes that break the frame format."""
+
+
+@dataclass
+class JobOutcome:
+    compile: CompileHeader
+    tests: list[tuple[TestHeader, bytes]] = field(default_factory=list)
+    clean: bool = True
+
+
+def docker_client() -> docker.DockerClient:
+    return docker.from_env(version="auto", timeout=60)
+
+
+class SandboxContainer:
+    def __init__(self, client: docker.DockerClient, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self.name = f"torchjudge-sandbox-{uuid.uuid4().hex[:12]}"
+        self.container_id: str | None = None
+        self.uses = 0
+        self._sock: socket.socket | None = None
+        self._response = None
+        self._pending = bytearray()
+        self._frames: deque[Frame] = deque()
+        self._decoder = FrameDecoder(max_body=settings.max_result_bytes + 1024 * 1024)
+        self._stderr = b""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        settings = self.settings
+        memory = (settings.default_memory_mb + settings.sandbox_memory_overhead_mb) * 1024 * 1024
+        api = self.client.api
+        host_config = api.create_host_config(
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={settings.sandbox_tmpfs_mb}m,mode=1777"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=settings.sandbox_pids_limit,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(settings.sandbox_cpus * 1e9),
+            init=True,
+            ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
+            runtime=settings.sandbox_runtime,
+            ipc_mode="private",
+        )
+        try:
+            created = api.create_container(
+                settings.sandbox_image,
+                name=self.name,
+                stdin_open=True,
+                tty=False,
+                user="10001:10001",
+                environment={},
+                network_disabled=True,
+                labels={LABEL: "1"},
+                host_config=host_config,
+            )
+            self.container_id = created["Id"]
+            raw = api.attach_socket(self.container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self._response = raw
+            self._sock = raw._sock  # the socket under the SocketIO wrapper
+            api.start(self.container_id)
+        except DockerException as exc:
+            self.remove()
+            raise SandboxLost(f"cannot start a sandbox container: {exc}") from exc
+        deadline = time.monotonic() + settings.sandbox_start_timeout_s
+        frame = self._next_frame(deadline)
+        if frame.kind != HELLO:
+            self.remove()
+            raise SandboxLost("the sandbox runner did not say hello")
+
+    def remove(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        if self.container_id is not None:
+            try:
+                self.client.api.remove_container(self.container_id, force=True)
+            except NotFound:
+                pass
+            except DockerException as exc:
+                log.warning("could not remove sandbox %s: %s", self.name, exc)
+            self.container_id = None
+
+    # -- one job -------------------------------------------------------------------------------
+    def run_job(
+        self,
+        job: dict,
+        deadline: float,
+        on_test: Callable[[TestHeader, bytes], None] | None = None,
+    ) -> JobOutcome:
+        """Sends a job and collects its frames. Raises SandboxLost if the container fails."""
+        if self._sock is None:
+            raise SandboxLost("the sandbox is not running")
+        self.uses += 1
+        payload = json.dumps(job, separators=(",", ":")).encode()
+        try:
+            self._sock.sendall(encode(JOB, {}, payload))
+        except OSError as exc:
+            raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
+        frame = self._next_frame(deadline)
+        if frame.kind != COMPILE:
+            raise SandboxProtocolError("expected the load result first")
+        assert isinstance(frame.header, CompileHeader)
+        outcome = JobOutcome(compile=frame.header)
+        expected_index = 0
+        while True:
+            try:
+                frame = self._next_frame(deadline)
+            except SandboxLost as exc:
+                exc.during_test = expected_index
+                raise
+            if frame.kind == DONE:
+                assert isinstance(frame.header, DoneHeader)
+                outcome.clean = frame.header.clean
+                break
+            if frame.kind != TEST:
+                raise SandboxProtocolError("unexpected frame kind during a job", during_test=expected_index)
+            header = frame.header
+            assert isinstance(header, TestHeader)
+            if header.index != expected_index or header.index >= len(job["tests"]):
+                raise SandboxProtocolError("test results out of order", during_test=expected_index)
+            expected_index += 1
+            outcome.tests.append((header, frame.body))
+            if on_test is not None:
+                on_test(header, frame.body)
+        if outcome.compile.status == "ok" and len(outcome.tests) != len(job["tests"]):
+            raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
+        return outcome
+
+    # -- the attached stream ---------------------------------------------------------------------
+    def _next_frame(self, deadline: float) -> Frame:
+        while not self._frames:
+            self._read_record(deadline)
+        return self._frames.popleft()
+
+    def _read_record(self, deadline: float) -> None:
+        """Reads one docker stream record; stdout feeds the frame decoder, stderr is kept briefly for logs."""
+        stream, size = DOCKER_STREAM_HEADER.unpack(self._recv_exactly(DOCKER_STREAM_HEADER.size, deadline))
+        data = self._recv_exactly(size, deadline)
+        if stream == 1:
+            try:
+                self._frames.extend(self._decoder.feed(data))
+            except FrameError as exc:
+                raise SandboxProtocolError(f"malformed frame from the sandbox: {exc}") from exc
+        elif stream == 2:
+            self._stderr = (self._stderr + data)[-MAX_STDERR_KEPT:]
+
+    def _recv_exactly(self, count: int, deadline: float) -> bytes:
+        assert self._sock is not None
+        while len(self._pending) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxLost("the sandbox did not answer in time")
+            ready, _, _ = select.select([self._sock], [], [], remaining)
+            if not ready:
+                continue
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError as exc:
+                raise SandboxLost(f"lost the sandbox connection: {exc}") from exc
+            if not data:
+                detail = f": {self._stderr[-500:]!r}" if self._stderr else ""
+                raise SandboxLost("the sandbox container stopped" + detail)
+            self._pending += data
+        chunk, self._pending = bytes(self._pending[:count]), self._pending[count:]
+        return chunk

@@ -1,0 +1,129 @@
+"""A pool of warm sandbox containers: grading takes one that already has torch loaded.
+
+Containers are started in the background at start-up and replaced in the background: after a
+configured number of jobs, after any anomaly, and when one fails. Nothing on the grading path waits
+for a container start while the pool is sized for the load.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+import docker
+
+from grader.config import Settings
+from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost
+
+log = logging.getLogger(__name__)
+
+
+class SandboxPool:
+    def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
+        self.settings = settings
+        self.client = client
+        self.size = settings.pool_size
+        self._idle: queue.Queue[SandboxContainer] = queue.Queue()
+        self._lock = threading.Lock()
+        self._starting = 0
+        self._busy = 0
+        self._closed = False
+        self.last_error: str | None = None
+        self.image_id: str | None = None
+
+    # -- start-up ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connects to the engine, removes containers a previous run left, and starts warming."""
+        try:
+            if self.client is None:
+                from grader.sandbox.container import docker_client
+
+                self.client = docker_client()
+            self.image_id = self.client.images.get(self.settings.sandbox_image).id
+            for old in self.client.containers.list(all=True, filters={"label": LABEL}):
+                old.remove(force=True)
+        except docker.errors.DockerException as exc:
+            self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
+            log.error(self.last_error)
+            return
+        for _ in range(self.size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._starting += 1
+        threading.Thread(target=self._warm_one, name="sandbox-warm", daemon=True).start()
+
+    def _warm_one(self) -> None:
+        delay = 0.5
+        while True:
+            container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
+            try:
+                container.start()
+            except SandboxLost as exc:
+                self.last_error = str(exc)
+                log.warning("sandbox start failed, retrying in %.1fs: %s", delay, exc)
+                with self._lock:
+                    if self._closed:
+                        self._starting -= 1
+                        return
+                time.sleep(delay)
+                delay = min(delay * 2, 30)
+                continue
+            with self._lock:
+                self._starting -= 1
+                if self._closed:
+                    container.remove()
+                    return
+            self.last_error = None
+            self._idle.put(container)
+            return
+
+    # -- use -----------------------------------------------------------------------------------
+    def acquire(self, timeout: float) -> SandboxContainer:
+        try:
+            container = self._idle.get(timeout=timeout)
+        except queue.Empty:
+            raise SandboxLost(f"no warm sandbox within {timeout:.0f}s: {self.last_error or 'pool busy'}") from None
+        with self._lock:
+            self._busy += 1
+        return container
+
+    def release(self, container: SandboxContainer, reusable: bool) -> None:
+        with self._lock:
+            self._busy -= 1
+            closed = self._closed
+        if reusable and not closed and container.uses < self.settings.sandbox_max_uses:
+            self._idle.put(container)
+            return
+        threading.Thread(target=container.remove, daemon=True).start()
+        self._spawn()
+
+    def fresh(self) -> SandboxContainer:
+        """A container outside the pool, for work that must not share one (reference runs)."""
+        container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
+        container.start()
+        return container
+
+    # -- state ---------------------------------------------------------------------------------
+    def status(self) -> dict[str, int]:
+        with self._lock:
+            return {"size": self.size, "idle": self._idle.qsize(), "busy": self._busy, "starting": self._starting}
+
+    @property
+    def ready(self) -> bool:
+        state = self.status()
+        return self.image_id is not None and state["idle"] + state["busy"] >= self.size
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().remove()
+            except queue.Empty:
+                break

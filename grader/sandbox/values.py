@@ -1,0 +1,157 @@
+"""Decodes a test's returned value from a sandbox into plain Python and numpy data.
+
+Every count is checked before an array is built: dtypes from a fixed list, shapes of bounded rank,
+byte counts that must match exactly. No pickle, no object from the sandbox is ever called.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# wire name -> numpy dtype of the bytes (bfloat16 arrives widened to float32, exactly)
+DTYPES: dict[str, np.dtype] = {
+    "float16": np.dtype("<f2"),
+    "bfloat16": np.dtype("<f4"),
+    "float32": np.dtype("<f4"),
+    "float64": np.dtype("<f8"),
+    "complex64": np.dtype("<c8"),
+    "complex128": np.dtype("<c16"),
+    "int8": np.dtype("i1"),
+    "int16": np.dtype("<i2"),
+    "int32": np.dtype("<i4"),
+    "int64": np.dtype("<i8"),
+    "uint8": np.dtype("u1"),
+    "bool": np.dtype("?"),
+}
+FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128"}
+MAX_RANK = 8
+MAX_DEPTH = 16
+MAX_NODES = 10_000
+MAX_STR = 64 * 1024
+MAX_INT_DIGITS = 4000
+
+
+class MalformedValue(Exception):
+    """The value is malformed: the sandbox broke the format."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    dtype: str
+    array: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+
+class _Decoder:
+    def __init__(self, blob: memoryview) -> None:
+        self.blob = blob
+        self.offset = 0
+        self.nodes = 0
+
+    def node(self, node: Any, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
+            raise MalformedValue("value is too large or too deeply nested")
+        if not isinstance(node, dict) or not isinstance(node.get("t"), str):
+            raise MalformedValue("value node is not an object with a type")
+        kind = node["t"]
+        if kind == "none":
+            _keys(node, {"t"})
+            return None
+        if kind == "bool":
+            _keys(node, {"t", "v"})
+            if not isinstance(node["v"], bool):
+                raise MalformedValue("bool node without a bool")
+            return node["v"]
+        if kind == "int":
+            _keys(node, {"t", "v"})
+            text = node["v"]
+            if not isinstance(text, str) or not 0 < len(text) <= MAX_INT_DIGITS or not text.lstrip("-").isdigit():
+                raise MalformedValue("int node without digits")
+            return int(text)
+        if kind == "float":
+            _keys(node, {"t", "v"})
+            text = node["v"]
+            if not isinstance(text, str) or len(text) > 64:
+                raise MalformedValue("float node without a hex float")
+            try:
+                return float.fromhex(text)
+            except (ValueError, OverflowError):
+                raise MalformedValue("float node without a hex float") from None
+        if kind == "str":
+            _keys(node, {"t", "v"})
+            if not isinstance(node["v"], str) or len(node["v"]) > MAX_STR:
+                raise MalformedValue("str node without a string")
+            return node["v"]
+        if kind in ("list", "tuple"):
+            _keys(node, {"t", "items"})
+            if not isinstance(node["items"], list):
+                raise MalformedValue("list node without items")
+            items = [self.node(item, depth + 1) for item in node["items"]]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict":
+            _keys(node, {"t", "items"})
+            if not isinstance(node["items"], list):
+                raise MalformedValue("dict node without items")
+            result: dict[str, Any] = {}
+            for pair in node["items"]:
+                if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                    raise MalformedValue("dict item is not a [key, value] pair")
+                if pair[0] in result or len(pair[0]) > MAX_STR:
+                    raise MalformedValue("duplicate or oversized dict key")
+                result[pair[0]] = self.node(pair[1], depth + 1)
+            return result
+        if kind == "tensor":
+            return self.tensor(node)
+        raise MalformedValue(f"unknown value node type {kind[:40]!r}")
+
+    def tensor(self, node: dict) -> Tensor:
+        _keys(node, {"t", "dtype", "shape"})
+        dtype_name, shape = node["dtype"], node["shape"]
+        if not isinstance(dtype_name, str) or dtype_name not in DTYPES:
+            raise MalformedValue("tensor with a dtype outside the allowed list")
+        if (
+            not isinstance(shape, list)
+            or len(shape) > MAX_RANK
+            or not all(type(size) is int and size >= 0 for size in shape)
+        ):
+            raise MalformedValue("tensor with an invalid shape")
+        dtype = DTYPES[dtype_name]
+        numel = math.prod(shape)
+        nbytes = numel * dtype.itemsize  # exact Python integers: no overflow
+        if nbytes > len(self.blob) - self.offset:
+            raise MalformedValue("tensor shape disagrees with the bytes sent")
+        array = np.frombuffer(self.blob, dtype=dtype, count=numel, offset=self.offset).reshape(shape)
+        self.offset += nbytes
+        return Tensor(dtype_name, array)
+
+
+def _keys(node: dict, allowed: set[str]) -> None:
+    if set(node) != allowed:
+        raise MalformedValue("value node with unexpected fields")
+
+
+def decode_value(body: bytes) -> Any:
+    if len(body) < 4:
+        raise MalformedValue("value is truncated")
+    (manifest_len,) = struct.unpack_from(">I", body)
+    if manifest_len > len(body) - 4:
+        raise MalformedValue("value manifest is truncated")
+    try:
+        manifest = json.loads(body[4 : 4 + manifest_len].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise MalformedValue("value manifest is not JSON") from None
+    decoder = _Decoder(memoryview(body)[4 + manifest_len :])
+    value = decoder.node(manifest, 0)
+    if decoder.offset != len(decoder.blob):
+        raise MalformedValue("value has bytes that no tensor claims")
+    return value
