@@ -20,11 +20,14 @@ ctx=$cache/context
 mkdir -p "$cache/wheelhouse" "$ctx"
 
 # Python packages: a wheelhouse, then a site-packages tree that the Dockerfile copies in.
+# The wheels must match the sandbox's Python (3.11): use the project's interpreter.
+pip_python=python3.11
+[ -x .venv/bin/python ] && pip_python=.venv/bin/python
 req_hash=$(sha256sum sandbox/requirements.txt | cut -c1-16)
 if [ "$(cat "$cache/site-packages.hash" 2>/dev/null)" != "$req_hash" ]; then
-    python3 -m pip download -q --no-deps -d "$cache/wheelhouse" -r sandbox/requirements.txt
+    "$pip_python" -m pip download -q --no-deps -d "$cache/wheelhouse" -r sandbox/requirements.txt
     rm -rf "$ctx/site-packages"
-    python3 -m pip install -q --no-deps --no-index --no-compile --find-links "$cache/wheelhouse" \
+    "$pip_python" -m pip install -q --no-deps --no-index --no-compile --find-links "$cache/wheelhouse" \
         --target "$ctx/site-packages" -r sandbox/requirements.txt
     rm -rf "$ctx/site-packages/bin"
     echo "$req_hash" > "$cache/site-packages.hash"

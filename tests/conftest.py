@@ -1,0 +1,62 @@
+"""Shared fixtures. Integration tests run the real service: real Docker sandboxes, a real SQLite file."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from grader.config import REPO_ROOT, Settings
+
+PROBLEMS_DIR = REPO_ROOT / "problems"
+CASES_DIR = Path(__file__).parent / "cases"
+
+
+def make_settings(data_dir: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"data_dir": data_dir, "problems_dir": PROBLEMS_DIR, "pool_size": 2}
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def wait_until_ready(service: object, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if service.pool.ready:  # type: ignore[attr-defined]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the sandbox pool did not warm up: {service.pool.last_error}")  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from grader.service import Service
+
+    svc = Service(make_settings(tmp_path_factory.mktemp("data")))
+    svc.start()
+    wait_until_ready(svc)
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture(scope="session")
+def client(service: object) -> Iterator[TestClient]:
+    from grader.api.app import create_app
+
+    app = create_app(service.settings, service=service)  # type: ignore[attr-defined]
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def submit(client: TestClient):  # type: ignore[no-untyped-def]
+    """POSTs a submission and waits for its final verdict."""
+
+    def _submit(source: str, problem_id: str = "embedding-layer", wait: int = 60) -> dict:
+        response = client.post(f"/api/submissions?wait={wait}", json={"problem_id": problem_id, "source": source})
+        assert response.status_code == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    return _submit

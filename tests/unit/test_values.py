@@ -1,0 +1,410 @@
+"""grader/sandbox/values.py: a test's returned value, decoded from hostile bytes into plain data.
+
+Bodies are built by hand (tests/unit/conftest.py: make_body), following the node format of
+sandbox/runner/values.py, which is not imported here (it needs torch).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from grader.sandbox.values import (
+    DTYPES,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NODES,
+    MAX_RANK,
+    MAX_STR,
+    MalformedValue,
+    Tensor,
+    decode_value,
+)
+
+
+def nested_lists(depth: int) -> dict:
+    """`depth` list nodes around a none node: the none sits at depth `depth`."""
+    node: dict = {"t": "none"}
+    for _ in range(depth):
+        node = {"t": "list", "items": [node]}
+    return node
+
+
+def sample_array(dtype_name: str, shape: tuple[int, ...]) -> np.ndarray:
+    dtype = DTYPES[dtype_name]
+    count = math.prod(shape)
+    base = np.arange(count, dtype=np.float64) - count // 2
+    if dtype.kind == "b":
+        data = base.astype(np.int64) % 3 == 0
+    elif dtype.kind == "c":
+        data = base * 0.5 - 1j * base
+    elif dtype.kind == "f":
+        data = base * 0.25
+    else:
+        data = base
+    return data.astype(dtype).reshape(shape)
+
+
+# -- scalars -----------------------------------------------------------------------------------------------
+def test_none(make_body) -> None:
+    assert decode_value(make_body({"t": "none"})) is None
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_bool(make_body, value: bool) -> None:
+    assert decode_value(make_body({"t": "bool", "v": value})) is value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0, 1, -1, 7, 2**31, -(2**63), 2**64 + 1, 3**500, -(10 ** (MAX_INT_DIGITS - 2))],
+    ids=["zero", "one", "minus-one", "seven", "2^31", "-2^63", "2^64+1", "3^500", "huge-negative"],
+)
+def test_int(make_body, value: int) -> None:
+    got = decode_value(make_body({"t": "int", "v": str(value)}))
+    assert type(got) is int
+    assert got == value
+
+
+def test_int_with_the_maximum_number_of_digits(make_body) -> None:
+    text = "9" * MAX_INT_DIGITS
+    assert decode_value(make_body({"t": "int", "v": text})) == int(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, 1.5, -2.75, 0.1, 1e300, -1e-300, 5e-324, 1.7976931348623157e308, math.pi, math.inf, -math.inf],
+)
+def test_float(make_body, value: float) -> None:
+    got = decode_value(make_body({"t": "float", "v": float.hex(value)}))
+    assert type(got) is float
+    assert got == value
+
+
+def test_float_negative_zero_keeps_its_sign(make_body) -> None:
+    got = decode_value(make_body({"t": "float", "v": float.hex(-0.0)}))
+    assert got == 0.0
+    assert math.copysign(1.0, got) == -1.0
+
+
+def test_float_nan(make_body) -> None:
+    got = decode_value(make_body({"t": "float", "v": float.hex(math.nan)}))
+    assert type(got) is float
+    assert math.isnan(got)
+
+
+@pytest.mark.parametrize("value", ["", "hello", "ünïcødé ☃ \U0001f600", "a\x00b", "x" * MAX_STR])
+def test_str(make_body, value: str) -> None:
+    assert decode_value(make_body({"t": "str", "v": value})) == value
+
+
+# -- containers ------------------------------------------------------------------------------------------
+def test_list_and_tuple_keep_their_type(make_body) -> None:
+    items = [{"t": "int", "v": "1"}, {"t": "str", "v": "a"}, {"t": "none"}]
+    as_list = decode_value(make_body({"t": "list", "items": items}))
+    as_tuple = decode_value(make_body({"t": "tuple", "items": items}))
+    assert type(as_list) is list and as_list == [1, "a", None]
+    assert type(as_tuple) is tuple and as_tuple == (1, "a", None)
+
+
+def test_empty_containers(make_body) -> None:
+    assert decode_value(make_body({"t": "list", "items": []})) == []
+    assert decode_value(make_body({"t": "tuple", "items": []})) == ()
+    assert decode_value(make_body({"t": "dict", "items": []})) == {}
+
+
+def test_dict_keeps_keys_values_and_order(make_body) -> None:
+    manifest = {
+        "t": "dict",
+        "items": [["z", {"t": "int", "v": "1"}], ["a", {"t": "bool", "v": False}], ["", {"t": "none"}]],
+    }
+    got = decode_value(make_body(manifest))
+    assert got == {"z": 1, "a": False, "": None}
+    assert list(got) == ["z", "a", ""]
+
+
+def test_nesting_up_to_the_limit_is_accepted(make_body) -> None:
+    got = decode_value(make_body(nested_lists(MAX_DEPTH)))
+    for _ in range(MAX_DEPTH):
+        assert isinstance(got, list) and len(got) == 1
+        got = got[0]
+    assert got is None
+
+
+def test_node_count_up_to_the_limit_is_accepted(make_body) -> None:
+    manifest = {"t": "list", "items": [{"t": "none"}] * (MAX_NODES - 1)}  # plus the list itself
+    assert decode_value(make_body(manifest)) == [None] * (MAX_NODES - 1)
+
+
+# -- tensors ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(2, 3), (), (0,), (3, 0, 2), (1,) * MAX_RANK], ids=str)
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_tensor_round_trip(make_body, tensor_node, dtype_name: str, shape: tuple[int, ...]) -> None:
+    array = sample_array(dtype_name, shape)
+    got = decode_value(make_body(tensor_node(dtype_name, list(shape)), array))
+    assert isinstance(got, Tensor)
+    assert got.dtype == dtype_name
+    assert got.shape == shape
+    assert got.array.dtype == DTYPES[dtype_name]
+    np.testing.assert_array_equal(got.array, array)
+
+
+def test_every_dtype_is_tested() -> None:
+    # The parametrisation above covers DTYPES as it is; this pins the wire names the runner sends.
+    assert set(DTYPES) == {
+        "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+        "int8", "int16", "int32", "int64", "uint8", "bool",
+    }
+
+
+def test_tensor_bytes_are_little_endian(make_body, tensor_node) -> None:
+    body = make_body(tensor_node("int32", [2]), b"\x01\x00\x00\x00\x00\x01\x00\x00")
+    np.testing.assert_array_equal(decode_value(body).array, [1, 256])
+
+
+def test_float_tensor_special_values(make_body, tensor_node) -> None:
+    array = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45], dtype="<f4")
+    got = decode_value(make_body(tensor_node("float32", [5]), array)).array
+    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == -np.inf
+    assert np.signbit(got[3]) and got[4] == array[4]
+
+
+def test_several_tensors_take_their_bytes_in_manifest_order(make_body, tensor_node) -> None:
+    first = np.arange(6, dtype="<i8").reshape(2, 3)
+    second = np.array([True, False, True])
+    third = np.array([[1.5]], dtype="<f8")
+    manifest = {
+        "t": "dict",
+        "items": [
+            ["a", tensor_node("int64", [2, 3])],
+            ["b", {"t": "list", "items": [tensor_node("bool", [3]), {"t": "int", "v": "5"}]}],
+            ["c", {"t": "tuple", "items": [tensor_node("float64", [1, 1])]}],
+        ],
+    }
+    got = decode_value(make_body(manifest, first, second, third))
+    np.testing.assert_array_equal(got["a"].array, first)
+    np.testing.assert_array_equal(got["b"][0].array, second)
+    assert got["b"][1] == 5
+    np.testing.assert_array_equal(got["c"][0].array, third)
+
+
+def test_bfloat16_arrives_widened_to_float32(make_body, tensor_node) -> None:
+    got = decode_value(make_body(tensor_node("bfloat16", [2]), np.array([1.0, -2.5], dtype="<f4")))
+    assert got.dtype == "bfloat16"
+    assert got.array.dtype == np.dtype("<f4")
+
+
+# -- malformed: every one raises MalformedValue, never anything else ---------------------------------------
+def raw_manifest(text: bytes, tail: bytes = b"") -> bytes:
+    return struct.pack(">I", len(text)) + text + tail
+
+
+MALFORMED_BODIES = [
+    pytest.param(b"", id="empty"),
+    pytest.param(b"\x00\x00\x00", id="shorter-than-length"),
+    pytest.param(struct.pack(">I", 100) + b'{"t": "none"}', id="manifest-truncated"),
+    pytest.param(struct.pack(">I", 2**32 - 1), id="manifest-length-huge"),
+    pytest.param(struct.pack(">I", 0), id="manifest-empty"),
+    pytest.param(raw_manifest(b'{"t": "none"'), id="manifest-unclosed"),
+    pytest.param(raw_manifest(b"not json"), id="manifest-not-json"),
+    pytest.param(raw_manifest(b'\xff{"t": "none"}'), id="manifest-not-utf8"),
+    pytest.param(raw_manifest(b"[" * 100_000 + b"]" * 100_000), id="manifest-json-nested-too-deep"),
+    pytest.param(raw_manifest(b'{"t": "none"}', b"\x00"), id="leftover-byte-without-tensor"),
+]
+
+
+@pytest.mark.parametrize("body", MALFORMED_BODIES)
+def test_malformed_body(body: bytes) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(body)
+
+
+def _node_cases() -> list:
+    t = lambda dtype, shape: {"t": "tensor", "dtype": dtype, "shape": shape}  # noqa: E731
+    pair = lambda key, node: [key, node]  # noqa: E731
+    cases = [
+        # not a node
+        ([1, 2], "manifest-is-a-list"),
+        ("none", "manifest-is-a-string"),
+        (None, "manifest-is-null"),
+        ({}, "node-without-type"),
+        ({"t": 1}, "type-not-a-string"),
+        ({"t": None}, "type-null"),
+        # unknown types
+        ({"t": "object"}, "unknown-type-object"),
+        ({"t": "pickle", "v": "gASV"}, "unknown-type-pickle"),
+        ({"t": "ndarray", "dtype": "float32", "shape": []}, "unknown-type-ndarray"),
+        ({"t": "NONE"}, "type-wrong-case"),
+        # extra or missing fields
+        ({"t": "none", "v": None}, "none-with-value"),
+        ({"t": "bool", "v": True, "x": 1}, "bool-extra-field"),
+        ({"t": "int", "v": "1", "base": 16}, "int-extra-field"),
+        ({"t": "str", "v": "a", "encoding": "utf-8"}, "str-extra-field"),
+        ({"t": "list", "items": [], "len": 0}, "list-extra-field"),
+        ({**t("float32", []), "strides": [4]}, "tensor-extra-field"),
+        ({"t": "bool"}, "bool-without-value"),
+        ({"t": "list"}, "list-without-items"),
+        ({"t": "tensor", "dtype": "float32"}, "tensor-without-shape"),
+        ({"t": "tensor", "shape": []}, "tensor-without-dtype"),
+        # wrong value types
+        ({"t": "bool", "v": 1}, "bool-as-int"),
+        ({"t": "bool", "v": "true"}, "bool-as-string"),
+        ({"t": "str", "v": 5}, "str-not-a-string"),
+        ({"t": "str", "v": "x" * (MAX_STR + 1)}, "str-too-long"),
+        ({"t": "float", "v": 1.5}, "float-as-json-number"),
+        ({"t": "float", "v": "1.5x"}, "float-not-hex"),
+        ({"t": "float", "v": "0x1p99999"}, "float-overflows"),
+        ({"t": "float", "v": "0x1p0" + " " * 64}, "float-text-too-long"),
+        ({"t": "list", "items": {"a": 1}}, "list-items-not-a-list"),
+        ({"t": "tuple", "items": "ab"}, "tuple-items-a-string"),
+        ({"t": "list", "items": [5]}, "list-item-not-a-node"),
+        # int nodes with non-digits
+        ({"t": "int", "v": 5}, "int-as-json-number"),
+        ({"t": "int", "v": ""}, "int-empty"),
+        ({"t": "int", "v": "-"}, "int-only-minus"),
+        ({"t": "int", "v": "12a"}, "int-letters"),
+        ({"t": "int", "v": "1.5"}, "int-decimal-point"),
+        ({"t": "int", "v": "0x10"}, "int-hex"),
+        ({"t": "int", "v": "1e5"}, "int-exponent"),
+        ({"t": "int", "v": " 12"}, "int-space"),
+        ({"t": "int", "v": "1_000"}, "int-underscore"),
+        ({"t": "int", "v": "+5"}, "int-plus"),
+        ({"t": "int", "v": "9" * (MAX_INT_DIGITS + 1)}, "int-too-many-digits"),
+        # dicts
+        ({"t": "dict", "items": {"a": {"t": "none"}}}, "dict-items-an-object"),
+        ({"t": "dict", "items": [["a"]]}, "dict-item-not-a-pair"),
+        ({"t": "dict", "items": [["a", {"t": "none"}, 1]]}, "dict-item-triple"),
+        ({"t": "dict", "items": [[1, {"t": "none"}]]}, "dict-key-not-a-string"),
+        ({"t": "dict", "items": [{"k": "a", "v": {"t": "none"}}]}, "dict-item-an-object"),
+        ({"t": "dict", "items": [pair("a", {"t": "none"}), pair("a", {"t": "int", "v": "1"})]}, "duplicate-dict-keys"),
+        ({"t": "dict", "items": [pair("k" * (MAX_STR + 1), {"t": "none"})]}, "dict-key-too-long"),
+        # dtypes outside the list
+        (t("object", [0]), "dtype-object"),
+        (t("float128", [0]), "dtype-float128"),
+        (t("uint16", [0]), "dtype-uint16"),
+        (t("<f4", [0]), "dtype-numpy-spelling"),
+        (t("torch.float32", [0]), "dtype-torch-spelling"),
+        (t("FLOAT32", [0]), "dtype-wrong-case"),
+        (t(None, [0]), "dtype-null"),
+        (t(["float32"], [0]), "dtype-a-list"),
+        # shapes
+        (t("float32", [-1]), "shape-negative"),
+        (t("float32", [2, -2]), "shape-two-negatives-multiply-positive"),
+        (t("float32", [1.0]), "shape-float"),
+        (t("float32", ["1"]), "shape-string"),
+        (t("float32", [True]), "shape-bool"),
+        (t("float32", [None]), "shape-null"),
+        (t("float32", [[1]]), "shape-nested"),
+        (t("float32", 3), "shape-not-a-list"),
+        (t("float32", {"0": 1}), "shape-an-object"),
+        (t("float32", [1] * (MAX_RANK + 1)), "rank-too-high"),
+        # nesting and size limits
+        (nested_lists(MAX_DEPTH + 1), "nested-too-deep"),
+        ({"t": "dict", "items": [pair("a", nested_lists(MAX_DEPTH))]}, "dict-nested-too-deep"),
+        ({"t": "list", "items": [{"t": "none"}] * MAX_NODES}, "too-many-nodes"),
+    ]
+    return [pytest.param(manifest, id=name) for manifest, name in cases]
+
+
+@pytest.mark.parametrize("manifest", _node_cases())
+def test_malformed_node(make_body, manifest) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(manifest))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="BUG: the int-node check `text.lstrip('-').isdigit()` accepts '--5' (every leading minus is "
+    "stripped) and Unicode digits such as '\u00b2' (str.isdigit), which int() then refuses with ValueError "
+    "instead of MalformedValue",
+)
+@pytest.mark.parametrize(
+    "text",
+    ["--5", "---1", "\u00b2", "-\u00b9\u00b2"],
+    ids=["double-minus", "triple-minus", "superscript", "minus-superscripts"],
+)
+def test_int_node_with_extra_minus_signs_or_digit_like_characters(make_body, text: str) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(make_body({"t": "int", "v": text}))
+
+
+def test_tensor_with_too_few_bytes(make_body, tensor_node) -> None:
+    body = make_body(tensor_node("float32", [2, 3]), np.zeros(5, dtype="<f4"))
+    with pytest.raises(MalformedValue):
+        decode_value(body)
+
+
+def test_tensor_with_bytes_that_are_not_a_whole_element(make_body, tensor_node) -> None:
+    body = make_body(tensor_node("float64", [1]), b"\x00" * 7)
+    with pytest.raises(MalformedValue):
+        decode_value(body)
+
+
+def test_tensor_with_leftover_bytes(make_body, tensor_node) -> None:
+    body = make_body(tensor_node("float32", [2, 3]), np.zeros(7, dtype="<f4"))
+    with pytest.raises(MalformedValue):
+        decode_value(body)
+
+
+def test_tensor_with_one_leftover_byte(make_body, tensor_node) -> None:
+    body = make_body(tensor_node("int8", [4]), b"\x01\x02\x03\x04\x05")
+    with pytest.raises(MalformedValue):
+        decode_value(body)
+
+
+def test_second_tensor_short_of_bytes(make_body, tensor_node) -> None:
+    manifest = {"t": "list", "items": [tensor_node("int8", [2]), tensor_node("int8", [2])]}
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(manifest, b"\x01\x02\x03"))
+
+
+def test_zero_d_tensor_needs_one_element(make_body, tensor_node) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(tensor_node("float32", [])))
+    got = decode_value(make_body(tensor_node("float32", []), np.array(2.5, dtype="<f4")))
+    assert got.shape == () and float(got.array) == 2.5
+
+
+def test_empty_tensor_takes_no_bytes(make_body, tensor_node) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(tensor_node("float32", [0, 4]), b"\x00" * 4))
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [[10**6] * 6, [2**62, 2**62], [10**4000], [2**64, 1, 1]],
+    ids=["1e36-elements", "2^124-elements", "4000-digit-dim", "2^64-dim"],
+)
+def test_astronomical_shape_is_refused_without_allocating(make_body, tensor_node, shape) -> None:
+    body = make_body(tensor_node("complex128", shape), np.zeros(4, dtype="<c16"))
+    tracemalloc.start()
+    try:
+        with pytest.raises(MalformedValue):
+            decode_value(body)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024, f"decoding a refused value allocated {peak} bytes"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="BUG: a shape with a zero dimension and a dimension >= 2**63 (e.g. [0, 2**63]) has 0 elements, "
+    "passes the byte-count check, and numpy's reshape then raises ValueError ('Maximum allowed dimension "
+    "exceeded') instead of MalformedValue",
+)
+@pytest.mark.parametrize("shape", [[0, 2**63], [0, 10**30], [2**70, 0]], ids=["0x2^63", "0x1e30", "2^70x0"])
+def test_zero_element_shape_with_a_huge_dimension(make_body, tensor_node, shape) -> None:
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(tensor_node("float32", shape)))
+
+
+def test_decoded_arrays_are_read_only_views_not_writable_sandbox_memory(make_body, tensor_node) -> None:
+    got = decode_value(make_body(tensor_node("int8", [2]), b"\x01\x02"))
+    assert not got.array.flags.writeable
