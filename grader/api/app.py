@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from grader.api.schemas import (
     ProblemPublic,
@@ -32,6 +33,14 @@ from grader.storage import crud
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 60
+
+
+def _validation_message(exc: RequestValidationError | ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(problems) or "invalid request"
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -69,11 +78,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
-            problems.append(f"{where}: {error.get('msg', 'invalid')}")
-        return JSONResponse({"detail": "; ".join(problems) or "invalid request"}, status_code=422)
+        return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
 
     def svc(request: Request) -> Service:
         return request.app.state.service  # type: ignore[no-any-return]
@@ -116,6 +121,12 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         "/api/submissions",
         tags=["submissions"],
         status_code=202,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": SubmissionCreate.model_json_schema()}},
+            }
+        },
         responses={
             200: {"model": SubmissionPublic, "description": "the final verdict, within ?wait= seconds"},
             202: {"model": SubmissionAccepted, "description": "queued; poll the Location"},
@@ -126,10 +137,22 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         },
     )
     async def create_submission(
-        payload: SubmissionCreate,
         request: Request,
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
     ) -> Response:
+        # The body is parsed here rather than by FastAPI so that every malformed body, non-UTF-8
+        # bytes included, gets the same clear 422.
+        raw = await request.body()
+        if len(raw) > body_limit:
+            raise HTTPException(413, f"request body over {body_limit} bytes")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HTTPException(422, "the request body is not valid UTF-8") from None
+        try:
+            payload = SubmissionCreate.model_validate_json(raw)
+        except ValidationError as exc:
+            raise HTTPException(422, _validation_message(exc)) from None
         service = svc(request)
         try:
             encoded = payload.source.encode("utf-8")
