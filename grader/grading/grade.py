@@ -27,7 +27,6 @@ from grader.sandbox.values import MalformedValue, decode_value
 log = logging.getLogger(__name__)
 
 DEFAULT_TOLERANCE = Tolerance()
-ACQUIRE_TIMEOUT_S = 120.0
 
 
 class Grader:
@@ -62,7 +61,7 @@ class Grader:
                     on_test(result)
 
             try:
-                container = self.pool.acquire(ACQUIRE_TIMEOUT_S)
+                container = self.pool.acquire()
             except SandboxLost as exc:
                 lost.append(exc)
                 continue

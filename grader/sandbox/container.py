@@ -59,6 +59,13 @@ class JobOutcome:
     clean: bool = True
 
 
+def owner_label(settings: Settings) -> str:
+    """Which service owns a container: its data directory. A restart removes its own orphans only."""
+    import hashlib
+
+    return hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
+
+
 def docker_client() -> docker.DockerClient:
     return docker.from_env(version="auto", timeout=60)
 
@@ -106,7 +113,7 @@ class SandboxContainer:
                 user="10001:10001",
                 environment={},
                 network_disabled=True,
-                labels={LABEL: "1"},
+                labels={LABEL: owner_label(settings)},
                 host_config=host_config,
             )
             self.container_id = created["Id"]

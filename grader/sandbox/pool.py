@@ -15,7 +15,7 @@ import time
 import docker
 
 from grader.config import Settings
-from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost
+from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost, owner_label
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class SandboxPool:
 
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id
-            for old in self.client.containers.list(all=True, filters={"label": LABEL}):
+            for old in self.client.containers.list(all=True, filters={"label": f"{LABEL}={owner_label(self.settings)}"}):
                 old.remove(force=True)
         except docker.errors.DockerException as exc:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
@@ -84,7 +84,8 @@ class SandboxPool:
             return
 
     # -- use -----------------------------------------------------------------------------------
-    def acquire(self, timeout: float) -> SandboxContainer:
+    def acquire(self, timeout: float | None = None) -> SandboxContainer:
+        timeout = self.settings.sandbox_acquire_timeout_s if timeout is None else timeout
         try:
             container = self._idle.get(timeout=timeout)
         except queue.Empty:
@@ -105,6 +106,8 @@ class SandboxPool:
 
     def fresh(self) -> SandboxContainer:
         """A container outside the pool, for work that must not share one (reference runs)."""
+        if self.client is None or self.image_id is None:
+            raise SandboxLost(self.last_error or "the sandbox engine is not available")
         container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
         container.start()
         return container

@@ -254,6 +254,7 @@ class Runner:
                     next_index += 1
                     test = tests[index]
                     started = time.monotonic()
+                    proc.output_bytes = 0  # the output limit is per test
                     if not proc.send(frames.TEST, {"index": index, "seed": int(test["seed"])}, test["code"].encode()):
                         outcome, body = proc.death_outcome(oom_before, f"test {index + 1}"), b""
                     else:
