@@ -88,14 +88,21 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
             exp64, act64 = exp.astype(np.complex128), act.astype(np.complex128)
         else:
             exp64, act64 = exp.astype(np.float64), act.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             close = np.isclose(act64, exp64, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
             both_finite = np.isfinite(exp64) & np.isfinite(act64)
             abs_err = np.abs(act64 - exp64)
-            rel_err = abs_err / np.maximum(np.abs(exp64), np.finfo(np.float64).tiny)
+            # Relative error only where it means something: against a non-zero expected value.
+            nonzero = both_finite & (exp64 != 0)
+            rel_err = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp64), 1.0), 0.0)
         max_abs = float(abs_err[both_finite].max()) if both_finite.any() else 0.0
-        max_rel = float(rel_err[both_finite].max()) if both_finite.any() else 0.0
-        errors = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rtol": tolerance.rtol, "atol": tolerance.atol}
+        max_rel = float(rel_err[nonzero].max()) if nonzero.any() else 0.0
+        errors = {
+            "max_abs_error": json_number(max_abs),
+            "max_rel_error": json_number(max_rel),
+            "rtol": tolerance.rtol,
+            "atol": tolerance.atol,
+        }
     else:
         close = exp == act
         errors = {}
@@ -116,8 +123,9 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
 
 def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[list[float]]:
     """Absolute error of a 2-D output, pooled (max) into at most cells x cells blocks."""
+    wide = np.complex128 if np.iscomplexobj(expected) else np.float64
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+        err = np.abs(got.astype(wide) - expected.astype(wide))
     err = np.where(np.isfinite(err), err, np.inf)
     rows = np.array_split(np.arange(err.shape[0]), min(cells, max(err.shape[0], 1)))
     cols = np.array_split(np.arange(err.shape[1]), min(cells, max(err.shape[1], 1)))

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from grader.problems.schema import Problem
+from grader.problems.schema import Problem, duplicate_names
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def parse_problem(text: str, source: str) -> Problem:
     if not isinstance(data, dict):
         raise ProblemError(source, [(1, "a problem file must be a mapping of fields (id, title, tests, ...)")])
     try:
-        return Problem.model_validate(data)
+        problem = Problem.model_validate(data)
     except ValidationError as exc:
         found = []
         for error in exc.errors():
@@ -104,6 +104,12 @@ def parse_problem(text: str, source: str) -> Problem:
             message = error["msg"].removeprefix("Value error, ")
             found.append((_line_of(root, loc), f"{field}: {message}"))
         raise ProblemError(source, found) from None
+    duplicates = duplicate_names(problem)
+    if duplicates:
+        raise ProblemError(
+            source, [(_line_of(root, loc), f"{'.'.join(map(str, loc))}: {message}") for loc, message in duplicates]
+        )
+    return problem
 
 
 class Registry:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyword
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -82,12 +82,17 @@ class Problem(Strict):
             raise ValueError(f"does not compile: line {exc.lineno}: {exc.msg}") from exc
         return source
 
-    @model_validator(mode="after")
-    def _unique_names(self) -> Problem:
-        for kind, names in (("test", [t.name for t in self.tests]), ("pitfall", [p.name for p in self.pitfalls])):
-            seen: set[str] = set()
-            for name in names:
-                if name in seen:
-                    raise ValueError(f"two {kind}s are named {name!r}")
-                seen.add(name)
-        return self
+
+def duplicate_names(problem: Problem) -> list[tuple[tuple[str | int, ...], str]]:
+    """Each repeated test or pitfall name, with the location of the repeat."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for field, kind, names in (
+        ("tests", "test", [t.name for t in problem.tests]),
+        ("pitfalls", "pitfall", [p.name for p in problem.pitfalls]),
+    ):
+        seen: set[str] = set()
+        for index, name in enumerate(names):
+            if name in seen:
+                found.append(((field, index, "name"), f"two {kind}s are named {name!r}"))
+            seen.add(name)
+    return found

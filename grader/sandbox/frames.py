@@ -30,7 +30,7 @@ class FrameError(Exception):
 
 
 class _Header(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class HelloHeader(_Header):

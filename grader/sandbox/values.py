@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,8 @@ MAX_DEPTH = 16
 MAX_NODES = 10_000
 MAX_STR = 64 * 1024
 MAX_INT_DIGITS = 4000
+MAX_DIM = 2**40  # no real output has a dimension this long; numpy refuses far smaller ones
+INT_TEXT = re.compile(r"-?[0-9]+")
 
 
 class MalformedValue(Exception):
@@ -75,7 +78,7 @@ class _Decoder:
         if kind == "int":
             _keys(node, {"t", "v"})
             text = node["v"]
-            if not isinstance(text, str) or not 0 < len(text) <= MAX_INT_DIGITS or not text.lstrip("-").isdigit():
+            if not isinstance(text, str) or len(text) > MAX_INT_DIGITS or not INT_TEXT.fullmatch(text):
                 raise MalformedValue("int node without digits")
             return int(text)
         if kind == "float":
@@ -122,7 +125,7 @@ class _Decoder:
         if (
             not isinstance(shape, list)
             or len(shape) > MAX_RANK
-            or not all(type(size) is int and size >= 0 for size in shape)
+            or not all(type(size) is int and 0 <= size <= MAX_DIM for size in shape)
         ):
             raise MalformedValue("tensor with an invalid shape")
         dtype = DTYPES[dtype_name]

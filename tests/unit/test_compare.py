@@ -378,11 +378,6 @@ def test_no_heatmap_outside_two_d_floats() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _heatmap casts complex arrays with astype(np.float64), which drops the imaginary part "
-    "(ComplexWarning): a 2-D complex output that differs only in its imaginary part gets an all-zero heatmap",
-)
 def test_complex_heatmap_counts_the_imaginary_part() -> None:
     d = compare(tensor([[1 + 1j, 0]], "complex64"), tensor([[1 + 2j, 0]], "complex64")).details
     assert d["error_heatmap"] == [[1.0, 0.0]]
@@ -416,13 +411,6 @@ def test_long_strings_are_truncated_in_details() -> None:
     assert len(d["expected"]["value"]) <= 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="BUG: max_rel_error divides by max(|expected|, float64 tiny), so an expected 0 against a "
-    "got of 10 gives 10/2.2e-308 = inf, which is returned as a raw float (not via json_number): "
-    "json.dumps(allow_nan=False) refuses it and pydantic's JSON mode turns it into null in the report",
-)
 @pytest.mark.parametrize(
     ("expected", "got"),
     [

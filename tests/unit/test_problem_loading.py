@@ -157,11 +157,6 @@ def test_duplicate_pitfall_names(problem_yaml) -> None:
     assert "two pitfalls are named 'identity'" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT: duplicate test names are found by a model-level validator, so the error's location is "
-    "() and it is reported at line 1 as '(top level)' rather than at the duplicated test's name",
-)
 def test_duplicate_test_name_points_at_the_duplicate(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, "name: second", "name: first")
     line = only_line(refuse(text))
