@@ -15,8 +15,9 @@ def _serve(args: argparse.Namespace) -> int:
     from grader.config import get_settings
 
     settings = get_settings()
-    uvicorn.run(create_app(settings), host=args.host or settings.host, port=args.port or settings.port,
-                log_level="info")
+    uvicorn.run(
+        create_app(settings), host=args.host or settings.host, port=args.port or settings.port, log_level="info"
+    )
     return 0
 
 

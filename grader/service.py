@@ -101,6 +101,7 @@ class Service:
             if problem is None:
                 verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
             else:
+
                 def landed(result: TestResult) -> None:
                     with self.db.session() as session:
                         crud.record_test(session, submission_id=submission_id, result=result)

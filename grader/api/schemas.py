@@ -84,7 +84,9 @@ def public_tests(results: list[TestResult], problem: LoadedProblem | None) -> li
     return shown
 
 
-def public_submission(submission: Submission, results: list[TestResult], problem: LoadedProblem | None) -> SubmissionPublic:
+def public_submission(
+    submission: Submission, results: list[TestResult], problem: LoadedProblem | None
+) -> SubmissionPublic:
     return SubmissionPublic(
         id=submission.id,
         problem_id=submission.problem_id,

@@ -112,10 +112,17 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
     first = []
     for index in wrong[:FIRST_MISMATCHES]:
         position = tuple(int(i) for i in index)
-        first.append({"index": list(position), "expected": json_number(exp[position]), "got": json_number(act[position])})
+        first.append(
+            {"index": list(position), "expected": json_number(exp[position]), "got": json_number(act[position])}
+        )
     return _mismatch(
-        path, "values differ", expected, got,
-        mismatches=int(wrong.shape[0]), total=int(exp.size), first_mismatches=first,
+        path,
+        "values differ",
+        expected,
+        got,
+        mismatches=int(wrong.shape[0]),
+        total=int(exp.size),
+        first_mismatches=first,
         **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and exp.dtype.kind in "fc" else {}),
         **errors,
     )
@@ -153,7 +160,13 @@ def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> 
         exp_array = Tensor("float64", np.array(expected))
         result = _compare_arrays(path, exp_array, Tensor("float64", np.array(got)), tolerance)
         if not result.passed:
-            return _mismatch(path, "values differ", expected, got, **{k: v for k, v in result.details.items() if k.startswith("max_")})
+            return _mismatch(
+                path,
+                "values differ",
+                expected,
+                got,
+                **{k: v for k, v in result.details.items() if k.startswith("max_")},
+            )
         return result
     if isinstance(expected, (list, tuple)):
         if len(expected) != len(got):

@@ -60,9 +60,7 @@ def job_deadline(problem: LoadedProblem, settings: Settings) -> float:
 def _serialise(outcome: JobOutcome) -> dict[str, Any]:
     return {
         "compile": outcome.compile.status,
-        "tests": [
-            {"status": header.status, "body": base64.b64encode(body).decode()} for header, body in outcome.tests
-        ],
+        "tests": [{"status": header.status, "body": base64.b64encode(body).decode()} for header, body in outcome.tests],
     }
 
 

@@ -47,7 +47,9 @@ class Grader:
         except ProblemBroken as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=str(exc))
         except SandboxLost as exc:
-            return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge could not run the problem's reference: {exc}")
+            return Verdict(
+                status=Status.INTERNAL_ERROR, message=f"the judge could not run the problem's reference: {exc}"
+            )
         job = build_job(problem, source, self.settings)
         lost: list[SandboxLost] = []
         for _attempt in range(self.settings.max_attempts):
@@ -157,7 +159,11 @@ class Grader:
                 theirs = outputs.values[test.index]
                 if test.status == TestStatus.FAILED:
                     ours = failed_values.get(test.index, MISSING)
-                    if theirs is MISSING or ours is MISSING or not self._compare(problem, test.index, theirs, ours).passed:
+                    if (
+                        theirs is MISSING
+                        or ours is MISSING
+                        or not self._compare(problem, test.index, theirs, ours).passed
+                    ):
                         matches = False
                         break
                 elif theirs is not MISSING:  # we crashed where the pitfall did not
@@ -177,21 +183,38 @@ class Grader:
             TestResult(index=i, name=t.name, visible=t.visible, weight=t.weight, status=TestStatus.SKIPPED)
             for i, t in enumerate(problem.problem.tests)
         ]
-        return Verdict(status=status, score=0.0, message=message, line=header.line, tests=tests,
-                       traceback=header.traceback if status == Status.RUNTIME_ERROR else None)
+        return Verdict(
+            status=status,
+            score=0.0,
+            message=message,
+            line=header.line,
+            tests=tests,
+            traceback=header.traceback if status == Status.RUNTIME_ERROR else None,
+        )
 
     def _lost_verdict(self, problem: LoadedProblem, lost: list[SandboxLost]) -> Verdict:
         """Every attempt lost its sandbox. Mid-test every time: the submission did it; otherwise the judge."""
         mid_test = [exc.during_test for exc in lost if exc.during_test is not None]
         if lost and len(mid_test) == len(lost) and len(set(mid_test)) == 1:
             index = mid_test[0]
-            reason = "broke the sandbox protocol" if isinstance(lost[-1], SandboxProtocolError) else "killed the sandbox"
+            reason = (
+                "broke the sandbox protocol" if isinstance(lost[-1], SandboxProtocolError) else "killed the sandbox"
+            )
             tests = []
             for i, t in enumerate(problem.problem.tests):
                 status = TestStatus.ERROR if i == index else TestStatus.SKIPPED
-                tests.append(TestResult(index=i, name=t.name, visible=t.visible, weight=t.weight, status=status,
-                                        message=f"the submission {reason}" if i == index else None))
-            return Verdict(status=Status.RUNTIME_ERROR, score=0.0, message=f"the submission {reason} during a test",
-                           tests=tests)
+                tests.append(
+                    TestResult(
+                        index=i,
+                        name=t.name,
+                        visible=t.visible,
+                        weight=t.weight,
+                        status=status,
+                        message=f"the submission {reason}" if i == index else None,
+                    )
+                )
+            return Verdict(
+                status=Status.RUNTIME_ERROR, score=0.0, message=f"the submission {reason} during a test", tests=tests
+            )
         message = str(lost[-1]) if lost else "no sandbox available"
         return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {message}")

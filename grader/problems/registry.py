@@ -143,7 +143,11 @@ class Registry:
                 errors.append(exc)
                 continue
             if problem.id in loaded:
-                errors.append(ProblemError(path.name, [(1, f"id: {problem.id!r} is already defined by {loaded[problem.id].path}")]))
+                errors.append(
+                    ProblemError(
+                        path.name, [(1, f"id: {problem.id!r} is already defined by {loaded[problem.id].path}")]
+                    )
+                )
                 continue
             loaded[problem.id] = self.make(problem, path)
         for error in errors:

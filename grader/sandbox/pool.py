@@ -42,7 +42,9 @@ class SandboxPool:
 
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id
-            for old in self.client.containers.list(all=True, filters={"label": f"{LABEL}={owner_label(self.settings)}"}):
+            for old in self.client.containers.list(
+                all=True, filters={"label": f"{LABEL}={owner_label(self.settings)}"}
+            ):
                 old.remove(force=True)
         except docker.errors.DockerException as exc:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"

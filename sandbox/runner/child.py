@@ -61,7 +61,8 @@ def _describe(exc: BaseException) -> dict:
 def _user_traceback(exc: BaseException) -> str:
     """The traceback as the author of the code sees it: only frames of the submission and the test."""
     frames_seen = [
-        frame for frame in traceback.extract_tb(exc.__traceback__)
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
         if frame.filename == SUBMISSION_FILE or frame.filename.startswith("<test ")
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames_seen)]

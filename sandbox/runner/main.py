@@ -142,11 +142,17 @@ class Child:
             if number == signal.SIGXCPU:
                 return {"status": "timeout", "message": f"CPU time limit exceeded during {phase}"}
             name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
-            return {"status": "error", "error_type": "Crash", "message": f"the process was killed by {name} during {phase}"}
+            return {
+                "status": "error",
+                "error_type": "Crash",
+                "message": f"the process was killed by {name} during {phase}",
+            }
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
         return {"status": "error", "error_type": "Exit", "message": f"the process exited (code {code}) during {phase}"}
 
-    def await_frame(self, expected_kind: bytes, deadline: float, output_limit: int, oom_before: int, phase: str) -> tuple[dict, bytes]:
+    def await_frame(
+        self, expected_kind: bytes, deadline: float, output_limit: int, oom_before: int, phase: str
+    ) -> tuple[dict, bytes]:
         """Waits for the child's next frame, enforcing the wall-clock and output limits."""
         selector = selectors.DefaultSelector()
         selector.register(self.res_r, selectors.EVENT_READ, "res")
@@ -169,7 +175,10 @@ class Child:
                         self.output_bytes += len(data)
                         if self.output_bytes > output_limit:
                             self.kill()
-                            return {"status": "output", "message": f"printed more than {output_limit // 1024} KiB during {phase}"}, b""
+                            return {
+                                "status": "output",
+                                "message": f"printed more than {output_limit // 1024} KiB during {phase}",
+                            }, b""
                         continue
                     if not data:
                         return self.death_outcome(oom_before, phase), b""
@@ -180,11 +189,19 @@ class Child:
                         return {"status": "output", "message": f"the result of {phase} is too large"}, b""
                     except frames.FrameError:
                         self.kill()
-                        return {"status": "error", "error_type": "Protocol", "message": f"malformed result during {phase}"}, b""
+                        return {
+                            "status": "error",
+                            "error_type": "Protocol",
+                            "message": f"malformed result during {phase}",
+                        }, b""
                     for kind, header, body in received:
                         if kind != expected_kind:
                             self.kill()
-                            return {"status": "error", "error_type": "Protocol", "message": f"unexpected message during {phase}"}, b""
+                            return {
+                                "status": "error",
+                                "error_type": "Protocol",
+                                "message": f"unexpected message during {phase}",
+                            }, b""
                         return header, body
         finally:
             selector.close()
@@ -241,13 +258,25 @@ class Runner:
                     compile_reported = True
                     if status == "timeout":
                         outcome = {"status": "timeout", "message": outcome.get("message")}
-                    self.emit(frames.COMPILE, _clean(outcome, {"ok", "compile_error", "runtime_error", "memory", "timeout", "output", "error"}))
+                    self.emit(
+                        frames.COMPILE,
+                        _clean(
+                            outcome, {"ok", "compile_error", "runtime_error", "memory", "timeout", "output", "error"}
+                        ),
+                    )
                     if status != "ok":
                         return
                 elif status != "ok":
                     for index in range(next_index, len(tests)):
-                        self.emit(frames.TEST, {"index": index, "status": "error", "time_ms": 0,
-                                                "message": "the submission failed to load again after an earlier test ended its process"})
+                        self.emit(
+                            frames.TEST,
+                            {
+                                "index": index,
+                                "status": "error",
+                                "time_ms": 0,
+                                "message": "the submission failed to load again after an earlier test ended its process",
+                            },
+                        )
                     return
                 while next_index < len(tests):
                     index = next_index
@@ -264,7 +293,10 @@ class Runner:
                     elapsed_ms = round((time.monotonic() - started) * 1000, 3)
                     header = _clean(outcome, RUNNER_STATUSES | {"timeout"})
                     if header["status"] == "ok" and outcome.get("index") != index:
-                        header, body = {"status": "error", "error_type": "Protocol", "message": "result for the wrong test"}, b""
+                        header, body = (
+                            {"status": "error", "error_type": "Protocol", "message": "result for the wrong test"},
+                            b"",
+                        )
                         proc.kill()
                     if header["status"] != "ok":
                         body = b""
@@ -329,7 +361,11 @@ def _clean(outcome: dict, statuses: set[str]) -> dict:
     """Keeps only known fields of a child's report, each bounded."""
     status = outcome.get("status")
     header: dict = {"status": status if status in statuses else "error"}
-    for key, limit in (("message", child.MAX_MESSAGE + 64), ("error_type", 200), ("traceback", child.MAX_TRACEBACK + 64)):
+    for key, limit in (
+        ("message", child.MAX_MESSAGE + 64),
+        ("error_type", 200),
+        ("traceback", child.MAX_TRACEBACK + 64),
+    ):
         value = outcome.get(key)
         if isinstance(value, str):
             header[key] = value[:limit]

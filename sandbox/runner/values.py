@@ -32,11 +32,17 @@ DTYPES: dict[torch.dtype, tuple[str, str]] = {
     torch.bool: ("bool", "|b1"),
 }
 NUMPY_DTYPES = {
-    np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
-    np.dtype(np.float64): "float64", np.dtype(np.complex64): "complex64",
-    np.dtype(np.complex128): "complex128", np.dtype(np.int8): "int8",
-    np.dtype(np.int16): "int16", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
-    np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
+    np.dtype(np.float16): "float16",
+    np.dtype(np.float32): "float32",
+    np.dtype(np.float64): "float64",
+    np.dtype(np.complex64): "complex64",
+    np.dtype(np.complex128): "complex128",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32",
+    np.dtype(np.int64): "int64",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.bool_): "bool",
 }
 
 MAX_DEPTH = 16

@@ -86,8 +86,14 @@ def test_lone_surrogate_source_is_422(client: TestClient) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"{not json", b"[]", b'{"problem_id": "embedding-layer"}', b'{"source": "x"}', b'{"problem_id": 5, "source": 6}',
-     b'{"problem_id": "embedding-layer", "source": "x", "extra": 1}'],
+    [
+        b"{not json",
+        b"[]",
+        b'{"problem_id": "embedding-layer"}',
+        b'{"source": "x"}',
+        b'{"problem_id": 5, "source": 6}',
+        b'{"problem_id": "embedding-layer", "source": "x", "extra": 1}',
+    ],
 )
 def test_malformed_requests_are_422_with_a_message(client: TestClient, body: bytes) -> None:
     response = client.post("/api/submissions", content=body, headers={"content-type": "application/json"})

@@ -66,7 +66,8 @@ def test_a_problem_whose_reference_fails_is_internal_error(tmp_path: Path) -> No
         wait_until_ready(service)
         with TestClient(create_app(service.settings, service=service)) as client:
             response = client.post(
-                "/api/submissions?wait=60", json={"problem_id": "broken-reference", "source": "def one():\n    return 1\n"}
+                "/api/submissions?wait=60",
+                json={"problem_id": "broken-reference", "source": "def one():\n    return 1\n"},
             )
             verdict = response.json()
             assert response.status_code == 200
@@ -78,8 +79,15 @@ def test_a_problem_whose_reference_fails_is_internal_error(tmp_path: Path) -> No
 
 
 def test_no_sandbox_image_is_internal_error_not_the_submissions_fault(tmp_path: Path) -> None:
-    service = Service(make_settings(tmp_path, sandbox_image="torchjudge-no-such-image", pool_size=1, max_attempts=1,
-                                          sandbox_acquire_timeout_s=1.0))
+    service = Service(
+        make_settings(
+            tmp_path,
+            sandbox_image="torchjudge-no-such-image",
+            pool_size=1,
+            max_attempts=1,
+            sandbox_acquire_timeout_s=1.0,
+        )
+    )
     service.start()
     try:
         assert not service.pool.ready

@@ -39,7 +39,9 @@ def test_case_gets_its_verdict(expect_path: Path, submit) -> None:
     if "score_between" in expect:
         low, high = expect["score_between"]
         assert low <= verdict["score"] <= high, verdict["score"]
-    if verdict["status"] in ("compile_error",) or (verdict["status"] == "runtime_error" and "message_contains" in expect):
+    if verdict["status"] in ("compile_error",) or (
+        verdict["status"] == "runtime_error" and "message_contains" in expect
+    ):
         assert all(test["status"] == "skipped" for test in verdict["tests"])
         return
     first = _first_not_passed(verdict)

@@ -179,8 +179,17 @@ def test_dtype_mismatch_fails_naming_the_dtypes() -> None:
     assert "float64" in result.details["reason"] and "float32" in result.details["reason"]
 
 
-@pytest.mark.parametrize(("a", "b"), [("int64", "int32"), ("bool", "uint8"), ("float32", "bfloat16"),
-                                      ("float16", "float32"), ("complex64", "complex128"), ("int64", "float64")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("int64", "int32"),
+        ("bool", "uint8"),
+        ("float32", "bfloat16"),
+        ("float16", "float32"),
+        ("complex64", "complex128"),
+        ("int64", "float64"),
+    ],
+)
 def test_every_dtype_difference_fails_even_with_equal_values(a: str, b: str) -> None:
     assert not compare(tensor([1, 0], a), tensor([1, 0], b)).passed
     assert not compare(tensor([1, 0], b), tensor([1, 0], a)).passed

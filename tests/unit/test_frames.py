@@ -36,8 +36,20 @@ VALID = [
     pytest.param(HELLO, HELLO_HEADER, b"", HelloHeader, id="hello"),
     pytest.param(COMPILE, COMPILE_HEADER, b"", CompileHeader, id="compile"),
     pytest.param(TEST, TEST_HEADER, b"opaque \x00\xff body", wire.TestHeader, id="test-with-body"),
-    pytest.param(TEST, {**TEST_HEADER, "status": "error", "message": "boom", "error_type": "ValueError",
-                        "traceback": "Traceback ...", "line": 0}, b"", wire.TestHeader, id="test-error"),
+    pytest.param(
+        TEST,
+        {
+            **TEST_HEADER,
+            "status": "error",
+            "message": "boom",
+            "error_type": "ValueError",
+            "traceback": "Traceback ...",
+            "line": 0,
+        },
+        b"",
+        wire.TestHeader,
+        id="test-error",
+    ),
     pytest.param(DONE, DONE_HEADER, b"", DoneHeader, id="done"),
 ]
 

@@ -172,8 +172,11 @@ def test_test_code_that_does_not_compile(problem_yaml, mutate, line_of) -> None:
 
 
 def test_test_code_error_names_the_line_inside_the_code(problem_yaml, mutate) -> None:
-    text = mutate(problem_yaml, '      return {"out": double(torch.ones(3))}\n',
-                  '      x = 1\n      y = 2\n      return {"out": double(torch.ones(3)) +}\n')
+    text = mutate(
+        problem_yaml,
+        '      return {"out": double(torch.ones(3))}\n',
+        '      x = 1\n      y = 2\n      return {"out": double(torch.ones(3)) +}\n',
+    )
     line = only_line(refuse(text))
     assert "tests.0.code" in line and "line 3" in line
 
@@ -219,8 +222,9 @@ def test_every_error_in_a_file_is_reported(problem_yaml, mutate, line_of) -> Non
     assert lines[1].startswith(f"{SOURCE}:{line_of(text, 'weight: 0')}: tests.1.weight: ")
 
 
-@pytest.mark.parametrize("text", ["- a\n- b\n", "just a string\n", "", "42\n", "~\n"],
-                         ids=["list", "string", "empty", "number", "null"])
+@pytest.mark.parametrize(
+    "text", ["- a\n- b\n", "just a string\n", "", "42\n", "~\n"], ids=["list", "string", "empty", "number", "null"]
+)
 def test_non_mapping_document(text: str) -> None:
     line = only_line(refuse(text))
     assert line.startswith(f"{SOURCE}:1: ")
@@ -335,7 +339,7 @@ def test_version_is_stable_for_the_same_content(problem_yaml) -> None:
     [
         ("title: Tiny Problem", "title: Tiny Problem 2"),
         ("      return 2 * x", "      return x + x"),
-        ('double(torch.ones(3))', 'double(torch.ones(4))'),
+        ("double(torch.ones(3))", "double(torch.ones(4))"),
         ("    weight: 2", "    weight: 3"),
         ("    visible: true", "    visible: false"),
         ("atol: 1.0e-6", "atol: 1.0e-7"),

@@ -156,8 +156,18 @@ def test_tensor_round_trip(make_body, tensor_node, dtype_name: str, shape: tuple
 def test_every_dtype_is_tested() -> None:
     # The parametrisation above covers DTYPES as it is; this pins the wire names the runner sends.
     assert set(DTYPES) == {
-        "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-        "int8", "int16", "int32", "int64", "uint8", "bool",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "bool",
     }
 
 

@@ -1,8 +1,10 @@
 import os
 import torch.nn as nn
 
+
 def create_embedding_layer(vocab_size, d_model):
     return nn.Embedding(vocab_size, d_model)
+
 
 def embed_tokens(embedding, tokens, d_model):
     os._exit(0)

@@ -1,8 +1,10 @@
 import torch
 import torch.nn as nn
 
+
 def create_embedding_layer(vocab_size, d_model):
     return nn.Embedding(vocab_size, d_model)
+
 
 def embed_tokens(embedding, tokens, d_model):
     return torch.ones(64 * 1024**3 // 4)
