@@ -56,7 +56,12 @@ class Grader:
             results: list[TestResult] = []
             failed_values: dict[int, Any] = {}
 
-            def landed(header: TestHeader, body: bytes) -> None:
+            def landed(
+                header: TestHeader,
+                body: bytes,
+                results: list[TestResult] = results,
+                failed_values: dict[int, Any] = failed_values,
+            ) -> None:
                 result = self._test_result(problem, expected, header, body, failed_values)
                 results.append(result)
                 if on_test is not None:

@@ -274,7 +274,7 @@ class Runner:
                                 "index": index,
                                 "status": "error",
                                 "time_ms": 0,
-                                "message": "the submission failed to load again after an earlier test ended its process",
+                                "message": "the submission failed to load again after a test ended its process",
                             },
                         )
                     return

@@ -1,4 +1,5 @@
 import os
+
 import torch.nn as nn
 
 

@@ -1,5 +1,6 @@
 import math
 import os
+
 import torch.nn as nn
 
 

@@ -1,4 +1,5 @@
 import sys
+
 import torch.nn as nn
 
 
