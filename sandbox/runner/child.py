@@ -6,6 +6,7 @@ the shape of the data: the runner keeps its own clock, and the grader decodes ev
 
 from __future__ import annotations
 
+import ast
 import builtins
 import json
 import linecache
@@ -178,12 +179,13 @@ def _load_submission(job: dict) -> tuple[dict, dict | None]:
 
 
 def _run_test(index: int, seed: int, code: str, entry_points: dict, max_result: int) -> tuple[dict, bytes]:
-    filename = f"<test {index}>"
+    filename = f"<test {index + 1}>"
     body = "".join("    " + line + "\n" for line in code.splitlines()) or "    pass\n"
-    source = "def __test__():\n" + body
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # Line numbers in tracebacks are those of the test's own code, not of this wrapper.
+    tree = ast.increment_lineno(ast.parse("def __test__():\n" + body, filename), -1)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     namespace = _test_globals(entry_points)
-    exec(compile(source, filename, "exec", dont_inherit=True), namespace)
+    exec(compile(tree, filename, "exec", dont_inherit=True), namespace)
     torch.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
