@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandbox.values import FLOAT_DTYPES, Tensor
+from grader.sandbox.values import FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5
@@ -62,6 +62,8 @@ def describe(value: Any) -> dict[str, Any]:
         return {"type": "dict", "keys": sorted(value)[:20]}
     if isinstance(value, str):
         return {"type": "str", "value": value[:200]}
+    if isinstance(value, Opaque):
+        return {"type": value.type_name}
     if value is None:
         return {"type": "None"}
     return {"type": type(value).__name__, "value": json_number(value)}
@@ -70,6 +72,8 @@ def describe(value: Any) -> dict[str, Any]:
 def _type_name(value: Any) -> str:
     if isinstance(value, Tensor):
         return "tensor"
+    if isinstance(value, Opaque):
+        return f"unsupported {value.type_name}"
     if value is None:
         return "None"
     return type(value).__name__
@@ -147,6 +151,8 @@ def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[lis
 
 
 def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> Comparison:
+    if isinstance(expected, Opaque) or isinstance(got, Opaque):
+        return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
     if _type_name(expected) != _type_name(got):
         return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
     if isinstance(expected, Tensor):

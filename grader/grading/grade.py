@@ -19,7 +19,7 @@ from grader.grading.verdict import (
     overall,
 )
 from grader.problems.registry import LoadedProblem
-from grader.sandbox.container import SandboxLost, SandboxProtocolError
+from grader.sandbox.container import LOADING, SandboxLost, SandboxProtocolError
 from grader.sandbox.frames import TestHeader
 from grader.sandbox.pool import SandboxPool
 from grader.sandbox.values import MalformedValue, decode_value
@@ -78,6 +78,8 @@ class Grader:
                 self.pool.release(container, reusable=False)
                 log.warning("sandbox lost while grading (attempt %d): %s", _attempt + 1, exc)
                 lost.append(exc)
+                if _same_test_twice(lost):
+                    break  # the same test lost its sandbox twice: the submission is doing it
                 continue
             self.pool.release(container, reusable=outcome.clean)
             if outcome.compile.status != "ok":
@@ -198,13 +200,22 @@ class Grader:
         )
 
     def _lost_verdict(self, problem: LoadedProblem, lost: list[SandboxLost]) -> Verdict:
-        """Every attempt lost its sandbox. Mid-test every time: the submission did it; otherwise the judge."""
-        mid_test = [exc.during_test for exc in lost if exc.during_test is not None]
-        if lost and len(mid_test) == len(lost) and len(set(mid_test)) == 1:
-            index = mid_test[0]
+        """Every attempt lost its sandbox. Twice in the same test: the submission did it; otherwise the judge."""
+        if _same_test_twice(lost):
+            index = lost[-1].during_test
             reason = (
                 "broke the sandbox protocol" if isinstance(lost[-1], SandboxProtocolError) else "killed the sandbox"
             )
+            if index == LOADING:
+                return Verdict(
+                    status=Status.RUNTIME_ERROR,
+                    score=0.0,
+                    message=f"the submission {reason} while it was loaded",
+                    tests=[
+                        TestResult(index=i, name=t.name, visible=t.visible, weight=t.weight, status=TestStatus.SKIPPED)
+                        for i, t in enumerate(problem.problem.tests)
+                    ],
+                )
             tests = []
             for i, t in enumerate(problem.problem.tests):
                 status = TestStatus.ERROR if i == index else TestStatus.SKIPPED
@@ -223,3 +234,8 @@ class Grader:
             )
         message = str(lost[-1]) if lost else "no sandbox available"
         return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {message}")
+
+
+def _same_test_twice(lost: list[SandboxLost]) -> bool:
+    """The last two attempts both lost their sandbox during the same test."""
+    return len(lost) >= 2 and lost[-1].during_test is not None and lost[-1].during_test == lost[-2].during_test

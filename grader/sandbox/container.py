@@ -40,6 +40,9 @@ DOCKER_STREAM_HEADER = struct.Struct(">BxxxI")
 MAX_STDERR_KEPT = 4096
 
 
+LOADING = -1  # SandboxLost.during_test while the submission is being loaded
+
+
 class SandboxLost(Exception):
     """The container or the engine failed: the judge's problem, unless it keeps happening to one submission."""
 
@@ -162,7 +165,11 @@ class SandboxContainer:
             self._sock.sendall(encode(JOB, {}, payload))
         except OSError as exc:
             raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
-        frame = self._next_frame(deadline)
+        try:
+            frame = self._next_frame(deadline)
+        except SandboxLost as exc:
+            exc.during_test = LOADING
+            raise
         if frame.kind != COMPILE:
             raise SandboxProtocolError("expected the load result first")
         assert isinstance(frame.header, CompileHeader)

@@ -54,6 +54,13 @@ class Tensor:
         return tuple(self.array.shape)
 
 
+@dataclass(frozen=True, eq=False)
+class Opaque:
+    """Something a test returned that is not data; it never equals anything."""
+
+    type_name: str
+
+
 class _Decoder:
     def __init__(self, blob: memoryview) -> None:
         self.blob = blob
@@ -115,6 +122,11 @@ class _Decoder:
             return result
         if kind == "tensor":
             return self.tensor(node)
+        if kind == "opaque":
+            _keys(node, {"t", "type"})
+            if not isinstance(node["type"], str) or len(node["type"]) > 200:
+                raise MalformedValue("opaque node without a type name")
+            return Opaque(node["type"])
         raise MalformedValue(f"unknown value node type {kind[:40]!r}")
 
     def tensor(self, node: dict) -> Tensor:

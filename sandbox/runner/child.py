@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import ctypes
 import json
 import linecache
 import math
@@ -100,6 +101,9 @@ def _apply_limits(limits: dict, test_count: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (32 * 1024 * 1024, 32 * 1024 * 1024))
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     try:
+        # The runner is not dumpable, and a child inherits that, which would leave its /proc files
+        # owned by root: the child makes itself dumpable again (it only exposes itself).
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
         # The child, never the runner, is the one the kernel picks when memory runs out.
         with open("/proc/self/oom_score_adj", "w") as adj:
             adj.write("1000")

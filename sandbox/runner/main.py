@@ -36,7 +36,10 @@ import child  # noqa: E402
 import frames  # noqa: E402
 import values  # noqa: E402
 
-SCRATCH = "/tmp"
+# Every place a process in this read-only container can write; wiped after each job.
+SCRATCH_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
+PR_SET_DUMPABLE = 4
+FORK_RETRIES = 50
 READ_CHUNK = 1 << 16
 MAX_JOB_BYTES = 16 * 1024 * 1024
 RUNNER_STATUSES = {"ok", "error", "memory", "output"}
@@ -73,7 +76,7 @@ class Child:
         cmd_r, self.cmd_w = os.pipe()
         self.res_r, res_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        pid = os.fork()
+        pid = _fork()
         if pid == 0:
             try:
                 os.close(self.cmd_w)
@@ -104,11 +107,7 @@ class Child:
     def kill(self) -> None:
         if self.exit_status is None:
             self.killed_by_runner = True
-            for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
-                try:
-                    target()
-                except OSError:
-                    pass
+            _kill_others()
             self.reap(block=True)
 
     def reap(self, block: bool) -> bool:
@@ -130,6 +129,19 @@ class Child:
                 os.close(fd)
             except OSError:
                 pass
+
+    def channel_closed(self, deadline: float, oom_before: int, phase: str) -> dict:
+        """The result pipe reached EOF: the child exited, or closed its descriptors and lives on."""
+        grace = min(deadline, time.monotonic() + 0.5)
+        while time.monotonic() < grace:
+            if self.reap(block=False):
+                return self.death_outcome(oom_before, phase)
+            time.sleep(0.005)
+        if self.reap(block=False):
+            return self.death_outcome(oom_before, phase)
+        self.kill()
+        message = f"the process closed its result channel during {phase}"
+        return {"status": "error", "error_type": "Protocol", "message": message}
 
     def death_outcome(self, oom_before: int, phase: str) -> dict:
         """Why the child ended without sending its result, from the runner's own accounting."""
@@ -181,7 +193,7 @@ class Child:
                             }, b""
                         continue
                     if not data:
-                        return self.death_outcome(oom_before, phase), b""
+                        return self.channel_closed(deadline, oom_before, phase), b""
                     try:
                         received = self.reader.feed(data)
                     except OverflowError:
@@ -311,33 +323,21 @@ class Runner:
 
     def cleanup(self) -> bool:
         """Kills every process but the runner and init, wipes scratch space; True when all is clean."""
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                time.sleep(0.005)
-                continue
-        _remove_sysv_ipc()
-        _wipe(SCRATCH)
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
-            others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            if not others and not os.listdir(SCRATCH):
+            _kill_others()
+            _reap_all()
+            _remove_sysv_ipc()
+            for directory in SCRATCH_DIRS:
+                _wipe(directory)
+            others = [p for p in _listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            if not others and not any(_listdir(directory) for directory in SCRATCH_DIRS) and not _sysv_ipc_left():
                 return True
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
             time.sleep(0.02)
         return False
 
     def serve(self) -> None:
+        _protect_runner()
         _warm_up()
         self.emit(frames.HELLO, {"torch": torch.__version__, "python": sys.version.split()[0]})
         self.spare = Child()
@@ -375,6 +375,52 @@ def _clean(outcome: dict, statuses: set[str]) -> dict:
     return header
 
 
+def _kill_others() -> None:
+    """SIGKILL to every process but this one and init: during a job those are all the submission's."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _fork() -> int:
+    """fork(), retried while a submission's stragglers still hold the container's pid budget."""
+    for _ in range(FORK_RETRIES):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            _kill_others()
+            _reap_all()
+            time.sleep(0.02)
+    return os.fork()
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _protect_runner() -> None:
+    """Not dumpable: processes of the same uid cannot ptrace the runner or read its /proc memory and environ."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _wipe(root: str) -> None:
     def force(func, path, _exc):  # a submission may have taken away its own permissions
         try:
@@ -386,7 +432,7 @@ def _wipe(root: str) -> None:
         except OSError:
             pass
 
-    for name in os.listdir(root):
+    for name in _listdir(root):
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, onerror=force)
@@ -395,6 +441,17 @@ def _wipe(root: str) -> None:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _sysv_ipc_left() -> bool:
+    for table in ("shm", "sem", "msg"):
+        try:
+            with open(f"/proc/sysvipc/{table}") as listing:
+                if len(listing.read().splitlines()) > 1:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _remove_sysv_ipc() -> None:
