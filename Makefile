@@ -1,4 +1,4 @@
-.PHONY: setup run test lint clean
+.PHONY: setup run test bench lint clean
 
 setup:
 	@scripts/setup.sh
@@ -8,6 +8,9 @@ run: setup
 
 test: setup
 	.venv/bin/pytest
+
+bench: setup
+	.venv/bin/python bench/bench.py
 
 lint: setup
 	.venv/bin/ruff check grader sandbox tests

@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     data_dir: Path = REPO_ROOT / "data"
     database_url: str = ""  # empty: a SQLite file in data_dir
     problems_dir: Path = REPO_ROOT / "problems"
+    # How often the problems directory is polled for added, edited or removed files; 0 turns it off.
+    problems_poll_s: float = Field(2.0, ge=0, le=3600)
     admin_token: str = ""
 
     queue: Literal["local"] = "local"
@@ -34,7 +36,9 @@ class Settings(BaseSettings):
     sandbox_image: str = "torchjudge-sandbox"
     sandbox_runtime: str = "runc"
     pool_size: int = Field(default_factory=_default_pool_size, ge=1, le=64)
-    sandbox_max_uses: int = Field(100, ge=1)
+    # Jobs a warm container serves before it is replaced; 1 gives a fresh container per submission
+    # (still started ahead of time, in the background).
+    sandbox_reuse: int = Field(100, ge=1)
     sandbox_cpus: float = Field(1.0, gt=0, le=64)
     sandbox_pids_limit: int = Field(128, ge=16, le=4096)
     sandbox_tmpfs_mb: int = Field(64, ge=1, le=4096)

@@ -149,6 +149,16 @@ class SandboxContainer:
                 log.warning("could not remove sandbox %s: %s", self.name, exc)
             self.container_id = None
 
+    def alive(self) -> bool:
+        """A cheap health check: an idle runner sends nothing, so a readable socket means EOF or garbage."""
+        if self._sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable and not self._pending and not self._frames
+
     # -- one job -------------------------------------------------------------------------------
     def run_job(
         self,

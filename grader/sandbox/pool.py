@@ -88,10 +88,18 @@ class SandboxPool:
     # -- use -----------------------------------------------------------------------------------
     def acquire(self, timeout: float | None = None) -> SandboxContainer:
         timeout = self.settings.sandbox_acquire_timeout_s if timeout is None else timeout
-        try:
-            container = self._idle.get(timeout=timeout)
-        except queue.Empty:
-            raise SandboxLost(f"no warm sandbox within {timeout:.0f}s: {self.last_error or 'pool busy'}") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                container = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise SandboxLost(f"no warm sandbox within {timeout:.0f}s: {self.last_error or 'pool busy'}") from None
+            if container.alive():
+                break
+            # A container that died while idle fails its health check: replace it, take the next.
+            log.warning("sandbox %s died while idle; replacing it", container.name)
+            threading.Thread(target=container.remove, daemon=True).start()
+            self._spawn()
         with self._lock:
             self._busy += 1
         return container
@@ -100,7 +108,7 @@ class SandboxPool:
         with self._lock:
             self._busy -= 1
             closed = self._closed
-        if reusable and not closed and container.uses < self.settings.sandbox_max_uses:
+        if reusable and not closed and container.uses < self.settings.sandbox_reuse:
             self._idle.put(container)
             return
         threading.Thread(target=container.remove, daemon=True).start()
