@@ -66,7 +66,9 @@ def _post(base: str, source: str) -> tuple[float, str]:
 def measure_cold(source: str, count: int) -> list[float]:
     """One fresh container per submission: start (import torch), run the job, remove."""
     settings = Settings(data_dir=Path(tempfile.mkdtemp()))
-    registry = Registry(EffectiveLimits(settings.default_time_s, settings.default_memory_mb, settings.default_output_kb))
+    registry = Registry(
+        EffectiveLimits(settings.default_time_s, settings.default_memory_mb, settings.default_output_kb)
+    )
     problem = registry.make(parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM))
     client = docker_client()
     job = build_job(problem, source, settings)

@@ -127,6 +127,11 @@ class SandboxPool:
         with self._lock:
             return {"size": self.size, "idle": self._idle.qsize(), "busy": self._busy, "starting": self._starting}
 
+    def idle_names(self) -> list[str]:
+        """Names of the warm containers waiting for work (for monitoring and tests)."""
+        with self._idle.mutex:
+            return [container.name for container in self._idle.queue]
+
     @property
     def ready(self) -> bool:
         state = self.status()

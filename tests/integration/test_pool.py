@@ -1,0 +1,68 @@
+"""The warm pool: containers are reused, replaced after their quota, and replaced when they die idle."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from grader.api.app import create_app
+from grader.problems.registry import parse_problem
+from grader.sandbox.container import docker_client
+from grader.service import Service
+from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
+
+pytestmark = pytest.mark.docker
+
+REFERENCE = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml").reference
+
+
+def _accepted(client: TestClient) -> None:
+    response = client.post("/api/submissions?wait=60", json={"problem_id": "embedding-layer", "source": REFERENCE})
+    assert response.status_code == 200
+    assert response.json()["status"] == "accepted", response.json()
+
+
+def _idle_after_ready(service: Service) -> list[str]:
+    wait_until_ready(service)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        names = service.pool.idle_names()
+        if len(names) == service.pool.size:
+            return names
+        time.sleep(0.05)
+    raise AssertionError("the pool did not refill")
+
+
+@pytest.mark.parametrize("reuse", [1, 100])
+def test_containers_are_reused_up_to_their_quota(tmp_path: Path, reuse: int) -> None:
+    service = Service(make_settings(tmp_path, pool_size=1, sandbox_reuse=reuse))
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, service=service)) as client:
+            first = _idle_after_ready(service)
+            _accepted(client)
+            _accepted(client)
+            after = _idle_after_ready(service)
+            if reuse == 1:
+                assert not set(first) & set(after), "a container served a second submission"
+            else:
+                assert first == after, "a warm container was replaced without reason"
+    finally:
+        service.stop()
+
+
+def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
+    service = Service(make_settings(tmp_path, pool_size=1))
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, service=service)) as client:
+            (victim,) = _idle_after_ready(service)
+            docker_client().containers.get(victim).kill()
+            time.sleep(0.5)
+            _accepted(client)
+            assert victim not in _idle_after_ready(service)
+    finally:
+        service.stop()
