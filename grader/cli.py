@@ -1,11 +1,17 @@
-"""The `grader` command: run the service, check problem files."""
+"""The `grader` command: run the service or a Celery worker, check problem files, migrate the database."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.problems.check import CheckStep
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -13,28 +19,125 @@ def _serve(args: argparse.Namespace) -> int:
 
     from grader.api.app import create_app
     from grader.config import get_settings
+    from grader.logs import configure_logging
 
     settings = get_settings()
+    configure_logging(settings.log_format, settings.log_level)
     uvicorn.run(
-        create_app(settings), host=args.host or settings.host, port=args.port or settings.port, log_level="info"
+        create_app(settings),
+        host=args.host or settings.host,
+        port=args.port or settings.port,
+        log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's records go through the root logger: one format (GRADER_LOG_FORMAT) for all
     )
     return 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    from grader.problems.registry import ProblemError, parse_problem
+def _worker(args: argparse.Namespace) -> int:
+    from grader.config import get_settings
+    from grader.logs import configure_logging
 
-    failed = 0
-    for name in args.paths:
-        path = Path(name)
-        try:
-            problem = parse_problem(path.read_text(encoding="utf-8"), str(path))
-        except (ProblemError, UnicodeDecodeError, OSError) as exc:
-            failed += 1
-            print(exc, file=sys.stderr)
-            continue
-        print(f"{path}: ok ({problem.id}, {len(problem.tests)} tests, {len(problem.pitfalls)} pitfalls)")
-    return 1 if failed else 0
+    settings = get_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    if settings.queue != "celery":
+        print("error: `grader worker` grades what Celery delivers: set GRADER_QUEUE=celery", file=sys.stderr)
+        return 2
+    from grader.queue.celery_app import run_worker
+
+    return run_worker(settings, name=args.name or "", pool=args.pool, concurrency=args.concurrency)
+
+
+def _db(args: argparse.Namespace) -> int:
+    from grader.config import get_settings
+    from grader.storage import migrate
+    from grader.storage.db import make_engine
+
+    engine = make_engine(get_settings().sqlalchemy_url)
+    try:
+        if args.db_command == "upgrade":
+            migrate.upgrade_to_head(engine)
+        elif args.db_command == "stamp":
+            migrate.stamp_head(engine)
+        with engine.connect() as connection:
+            current = migrate.current_revision(connection)
+        print(f"database at revision {current or 'none'} (this build's head: {migrate.head_revision()})")
+        return 0 if current == migrate.head_revision() or args.db_command == "current" else 1
+    finally:
+        engine.dispose()
+
+
+def _health(args: argparse.Namespace) -> int:
+    """For container health checks: exit 0 when the URL answers 200 within the timeout."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(args.url, timeout=args.timeout) as response:
+            return 0 if response.status == 200 else 1
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"{args.url}: {exc}", file=sys.stderr)
+        return 1
+
+
+STEP_MARKS = {"ok": "ok", "failed": "FAIL", "skipped": "skip"}
+
+
+def _print_step(step: CheckStep) -> None:
+    """One line per step as soon as it is known, then what it found, indented under it."""
+    took = f"  ({step.seconds:.1f} s)" if step.seconds >= 0.05 else ""
+    print(f"  {STEP_MARKS[step.status.value]:<4}  {step.name:<13} {step.summary}{took}", flush=True)
+    for line in step.details:
+        print(f"          {line}")
+    for line in step.warnings:
+        print(f"          warning: {line}")
+    for line in step.errors:
+        print(f"          {line}")
+    sys.stdout.flush()
+
+
+def _check(args: argparse.Namespace) -> int:
+    from grader.config import get_settings
+    from grader.problems.check import ProblemChecker, SandboxUnavailable
+
+    failed: list[str] = []
+    started = time.monotonic()
+    with ProblemChecker(get_settings()) as checker:
+        for name in args.paths:
+            path = Path(name)
+            print(path, flush=True)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                print(f"  FAIL  read          {path}: the file is not UTF-8 text", flush=True)
+                failed.append(name)
+                continue
+            except OSError as exc:
+                print(f"  FAIL  read          {path}: {exc.strerror or exc}", flush=True)
+                failed.append(name)
+                continue
+            file_started = time.monotonic()
+            try:
+                report = checker.check_text(text, str(path), on_step=_print_step, schema_only=args.schema_only)
+            except SandboxUnavailable as exc:
+                print(f"error: the problems cannot be checked: {exc}", file=sys.stderr)
+                return 2
+            verdict = "ok" if report.ok else f"FAILED ({len(report.errors)} errors)"
+            print(f"  {verdict}  {time.monotonic() - file_started:.1f} s", flush=True)
+            if not report.ok:
+                failed.append(name)
+    total = len(args.paths)
+    if failed:
+        print(f"{len(failed)} of {total} problem files failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    print(f"{total} problem files ok ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+def _schema(_args: argparse.Namespace) -> int:
+    from grader.problems.schema import Problem
+
+    print(json.dumps(Problem.model_json_schema(), indent=2))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,11 +148,46 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.set_defaults(run=_serve)
+    worker = commands.add_parser(
+        "worker",
+        help="run a Celery worker that grades (GRADER_QUEUE=celery)",
+        description="Grades what the API enqueues, with a warm sandbox pool on this machine's Docker engine. "
+        "Runs until SIGTERM or SIGINT, which finish the gradings in progress first.",
+    )
+    worker.add_argument("--name", help="the worker's name (default: GRADER_WORKER_NAME, else the host name)")
+    worker.add_argument(
+        "--pool",
+        choices=["threads", "solo"],
+        default="threads",
+        help="threads: one grading thread per warm sandbox (default); solo: one grading at a time",
+    )
+    worker.add_argument("--concurrency", type=int, help="grading threads (default: GRADER_POOL_SIZE)")
+    worker.set_defaults(run=_worker)
+    db = commands.add_parser("db", help="the database schema (migrations run by themselves at start)")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    for name, text in (
+        ("upgrade", "migrate the database to this build's schema"),
+        ("current", "print the database's revision"),
+        ("stamp", "mark the database as current without changing it (after migrating it by hand)"),
+    ):
+        db_commands.add_parser(name, help=text).set_defaults(run=_db)
+    health = commands.add_parser("health", help="exit 0 when a URL answers 200 (container health checks)")
+    health.add_argument("url", nargs="?", default="http://127.0.0.1:8000/healthz")
+    health.add_argument("--timeout", type=float, default=5.0)
+    health.set_defaults(run=_health)
     problems = commands.add_parser("problems", help="problem files")
     problem_commands = problems.add_subparsers(dest="problems_command", required=True)
-    check = problem_commands.add_parser("check", help="validate problem files")
-    check.add_argument("paths", nargs="+")
+    check = problem_commands.add_parser(
+        "check",
+        help="check problem files in real sandboxes",
+        description="Checks each file: schema; the reference is accepted and deterministic; the starter code "
+        "is not accepted; every pitfall fails a test; the tolerances reject zeros and 1%% noise.",
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--schema-only", action="store_true", help="validate the files only; run no sandbox")
     check.set_defaults(run=_check)
+    schema = problem_commands.add_parser("schema", help="print the JSON Schema of a problem file")
+    schema.set_defaults(run=_schema)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -29,9 +29,37 @@ class Settings(BaseSettings):
     problems_poll_s: float = Field(2.0, ge=0, le=3600)
     admin_token: str = ""
 
-    queue: Literal["local"] = "local"
+    # "local": graded in this process. "celery": this process stores and enqueues; `grader worker`
+    # processes (on any number of machines, each with its own Docker engine) grade.
+    queue: Literal["local", "celery"] = "local"
     max_queue: int = Field(1000, ge=1)
     max_attempts: int = Field(3, ge=1, le=10)
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    # The Celery queue's name, also the prefix of every Redis key and channel the deployment uses, so that
+    # several deployments (or test runs) can share one Redis.
+    celery_queue: str = Field("torchjudge", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    # Redis hands an unacknowledged message to another worker after this long: it must outlast any
+    # grading, or a slow submission would be delivered twice (the second delivery would find it leased).
+    celery_visibility_timeout_s: int = Field(3600, ge=60)
+    # A running submission is leased to its worker, which renews the lease every lease_s / 3; when a
+    # worker dies (kill -9, machine lost) its submissions are queued again once the lease runs out.
+    lease_s: float = Field(30.0, ge=1, le=3600)
+    # A queued submission still waiting after this long has its message sent again, in case the broker
+    # lost it (a Redis restart without persistence, an API killed between storing and sending).
+    redispatch_after_s: float = Field(600.0, ge=5)
+    # A worker's own HTTP endpoint: /metrics for Prometheus and /healthz; 0 turns it off.
+    worker_http_port: int = Field(9100, ge=0, le=65535)
+    # Names the worker (Celery node name, its sandbox containers' owner); empty: the host name.
+    worker_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
+
+    # Submitter API keys, comma-separated. Empty: anyone may submit. Set: POST /api/submissions needs
+    # `Authorization: Bearer <key>` or `X-API-Key: <key>`, and only a hash of the key is stored.
+    api_keys: str = ""
+    # Submissions per API key per minute (a sliding window over the stored submissions); 0: no limit.
+    rate_limit_per_minute: int = Field(0, ge=0)
+
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     sandbox_image: str = "torchjudge-sandbox"
     sandbox_runtime: str = "runc"
@@ -59,11 +87,35 @@ class Settings(BaseSettings):
     def _check(self) -> Settings:
         if self.admin_token and len(self.admin_token) < 16:
             raise ValueError("GRADER_ADMIN_TOKEN must be at least 16 characters (or empty to turn uploads off)")
+        keys = self.submitter_keys
+        for key in keys:
+            if len(key) < 16 or not key.isascii() or not key.isprintable() or " " in key:
+                raise ValueError(
+                    "each of GRADER_API_KEYS must be at least 16 printable ASCII characters without spaces"
+                )
+        if len(set(keys)) != len(keys):
+            raise ValueError("GRADER_API_KEYS lists the same key twice")
+        if self.queue == "celery" and not self.broker_url.startswith(("redis://", "rediss://")):
+            raise ValueError("GRADER_BROKER_URL must be a redis:// or rediss:// URL with GRADER_QUEUE=celery")
+        if self.celery_visibility_timeout_s <= self.sandbox_acquire_timeout_s + self.lease_s:
+            raise ValueError(
+                "GRADER_CELERY_VISIBILITY_TIMEOUT_S must outlast a grading: raise it above"
+                f" {self.sandbox_acquire_timeout_s + self.lease_s:.0f} s"
+            )
         return self
 
     @property
+    def submitter_keys(self) -> list[str]:
+        return [key.strip() for key in self.api_keys.split(",") if key.strip()]
+
+    @property
     def sqlalchemy_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.data_dir / 'torchjudge.db'}"
+        url = self.database_url or f"sqlite:///{self.data_dir / 'torchjudge.db'}"
+        # A plain postgres:// URL means the pinned driver, psycopg 3 (SQLAlchemy would pick psycopg2).
+        for plain in ("postgres://", "postgresql://"):
+            if url.startswith(plain):
+                return "postgresql+psycopg://" + url.removeprefix(plain)
+        return url
 
 
 @lru_cache

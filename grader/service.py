@@ -7,16 +7,25 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlalchemy import text
 
 from grader.config import Settings
 from grader.grading.expected import ExpectedCache
 from grader.grading.grade import Grader
 from grader.grading.verdict import Status, TestResult, Verdict
+from grader.logs import submission_logging
+from grader.metrics import Metrics
 from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry, directory_fingerprint
+from grader.queue import Dispatcher
 from grader.queue.local import LocalQueue
 from grader.sandbox.pool import SandboxPool
 from grader.storage import crud
 from grader.storage.db import Database
+from grader.storage.migrate import upgrade_to_head
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +33,11 @@ PROGRESS_INTERVAL_S = 0.2
 
 
 class Notifier:
-    """Wakes HTTP requests waiting on a submission, from the worker threads."""
+    """Wakes HTTP requests waiting on a submission, from the worker threads. With Celery, a worker's
+    Notifier relays each wake-up over Redis and the API's wakes its own waiters (`wake`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, relay: Callable[[str], None] | None = None) -> None:
+        self.relay = relay
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(list)
         self._lock = threading.Lock()
 
@@ -44,6 +55,12 @@ class Notifier:
                 del self._waiters[submission_id]
 
     def notify(self, submission_id: str) -> None:
+        self.wake(submission_id)
+        if self.relay is not None:
+            self.relay(submission_id)
+
+    def wake(self, submission_id: str) -> None:
+        """Wakes the waiters of this process only."""
         with self._lock:
             waiters = list(self._waiters.get(submission_id, []))
         for loop, event in waiters:
@@ -76,18 +93,30 @@ class ProblemConflict(Exception):
 
 
 class Service:
-    def __init__(self, settings: Settings) -> None:
+    """role="server" is the HTTP service: with GRADER_QUEUE=local it grades too; with celery it stores
+    and enqueues only. role="worker" is `grader worker`: it grades what Celery delivers, and has no HTTP API."""
+
+    def __init__(self, settings: Settings, *, role: Literal["server", "worker"] = "server") -> None:
         self.settings = settings
+        self.role = role
+        self.grades_here = settings.queue == "local" or role == "worker"
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.db = Database(settings.sqlalchemy_url)
         self.registry = Registry(
             EffectiveLimits(settings.default_time_s, settings.default_memory_mb, settings.default_output_kb)
         )
-        self.pool = SandboxPool(settings)
+        # A Celery-mode API keeps no warm containers, only the engine (if it has one) to check uploads.
+        self.pool = SandboxPool(settings, size=None if self.grades_here else 0)
         self.expected = ExpectedCache(settings, self._load_expected, self._save_expected)
         self.grader = Grader(settings, self.pool, self.expected)
-        self.queue = LocalQueue(self.process, workers=settings.pool_size, max_size=settings.max_queue)
         self.notifier = Notifier()
+        self.queue: Dispatcher = self._make_dispatcher()
+        self.metrics = Metrics(self)
+        # Grading attempts in progress here, submission id -> attempt: their leases are renewed.
+        self._grading: dict[str, int] = {}
+        self._grading_lock = threading.Lock()
+        self._poll_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
         # One problem check at a time: each starts its own sandboxes next to the grading pool, and
         # holding the lock from check to store also settles two uploads racing for one id.
         self.upload_lock = threading.Lock()
@@ -96,8 +125,24 @@ class Service:
         self._files_seen: frozenset[tuple[str, int, int]] = frozenset()
         self._uploads_seen: dict[str, str] = {}
 
+    def _make_dispatcher(self) -> Dispatcher:
+        if self.settings.queue == "local":
+            return LocalQueue(self.process, workers=self.settings.pool_size, max_size=self.settings.max_queue)
+        from grader.queue.celery_app import CeleryDispatcher
+
+        if self.role == "worker":  # workers publish progress; the API relays it to its own waiters
+            dispatcher = CeleryDispatcher(self.settings, self.db)
+            self.notifier.relay = dispatcher.publish
+            return dispatcher
+        return CeleryDispatcher(self.settings, self.db, on_progress=self.notifier.wake)
+
+    def _background(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
     def start(self) -> None:
-        self.db.create_all()
+        upgrade_to_head(self.db.engine)
         self._load_uploads()
         self._files_seen = directory_fingerprint(self.settings.problems_dir)
         self.registry.load_dir(self.settings.problems_dir)
@@ -105,12 +150,30 @@ class Service:
             self._watcher = threading.Thread(target=self._watch_problems, name="problems-watch", daemon=True)
             self._watcher.start()
         self.pool.start()
+        if self.grades_here:
+            threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
+            self._background(self._renew_leases, "lease-renewal")
         self.queue.start()
-        with self.db.session() as session:
-            pending = crud.unfinished_submission_ids(session)
-        if pending:
-            log.info("resuming %d submissions left queued or running", len(pending))
-            threading.Thread(target=self._resume, args=(pending,), daemon=True).start()
+        if self.settings.queue == "local":
+            # This process was the only grader: whatever it left queued or running is graded again.
+            with self.db.session() as session:
+                pending = crud.unfinished_submission_ids(session)
+            if pending:
+                log.info("resuming %d submissions left queued or running", len(pending))
+                threading.Thread(target=self._resume, args=(pending,), daemon=True).start()
+        elif self.role == "worker":
+            # Other workers may be grading: only what a lost worker let lapse is queued again.
+            self._background(self._reap_expired_leases, "lease-reaper")
+
+    def _prepare_expected(self) -> None:
+        """Computes each problem's expected outputs before its first submission asks for them."""
+        if self.pool.image_id is None:
+            return
+        for problem in self.registry.all():
+            try:
+                self.expected.get(problem, self.pool.image_id, self.pool.fresh)
+            except Exception as exc:  # reported again, as internal_error, to whoever submits
+                log.warning("expected outputs of %s unavailable: %s", problem.id, exc)
 
     def _resume(self, pending: list[str]) -> None:
         for submission_id in pending:
@@ -120,8 +183,74 @@ class Service:
         self._stopping.set()
         if self._watcher is not None:
             self._watcher.join(timeout=10)
+        for thread in self._threads:
+            thread.join(timeout=10)
         self.queue.stop()
         self.pool.close()
+        self.db.engine.dispose()
+
+    def ready(self) -> tuple[bool, str | None]:
+        """Whether this process can do its part now, and if not, why."""
+        if self.grades_here:
+            ready = self.pool.ready
+            return ready, None if ready else (self.pool.last_error or "the sandbox pool is warming up")
+        try:
+            with self.db.session() as session:
+                session.execute(text("SELECT 1"))
+        except Exception as exc:
+            return False, f"the database does not answer: {type(exc).__name__}"
+        broker_error = getattr(self.queue, "broker_error", lambda: None)()
+        return broker_error is None, broker_error
+
+    # -- leases: a worker lost mid-grading does not lose the submission -------------------------------
+    def _renew_leases(self) -> None:
+        interval = self.settings.lease_s / 3
+        while not self._stopping.wait(interval):
+            with self._grading_lock:
+                held = list(self._grading.items())
+            for submission_id, attempt in held:
+                try:
+                    with self.db.session() as session:
+                        kept = crud.renew_lease(
+                            session, submission_id=submission_id, attempt=attempt, lease_s=self.settings.lease_s
+                        )
+                except Exception as exc:  # the next round tries again; the lease has slack for it
+                    log.warning("renewing the lease of %s failed: %s", submission_id, exc)
+                    continue
+                if not kept:
+                    log.info("%s was taken from this attempt (a regrade, or its lease ran out)", submission_id)
+
+    def _reap_expired_leases(self) -> None:
+        interval = max(0.5, min(self.settings.lease_s / 2, 10.0))
+        while True:
+            try:
+                self.reap_expired_leases()
+            except Exception as exc:  # the database may be away for a moment: try again next round
+                log.warning("looking for expired leases failed: %s", exc)
+            if self._stopping.wait(interval):
+                return
+
+    def reap_expired_leases(self) -> int:
+        """Queues again, and sends again, every submission whose holder let its lease run out; how many."""
+        with self.db.session() as session:
+            expired = crud.expired_leases(session)
+        requeued = 0
+        for submission_id, status in expired:
+            with self.db.session() as session:
+                if not crud.requeue_expired(
+                    session, submission_id=submission_id, lease_s=self.settings.redispatch_after_s
+                ):
+                    continue  # another worker's reaper, or a worker taking it, came first
+            requeued += 1
+            self.metrics.requeued.inc()
+            with submission_logging(submission_id):
+                log.warning(
+                    "lease of %s submission ran out (%s); sending it again",
+                    status,
+                    "its worker was lost" if status == Status.RUNNING else "its message was not picked up",
+                )
+            self.queue.submit_blocking(submission_id)
+        return requeued
 
     # -- problems: the directory, uploads, regrades ------------------------------------------------
     def _load_uploads(self) -> None:
@@ -216,31 +345,69 @@ class Service:
             crud.save_expected(session, key=key, data=data)
 
     def process(self, submission_id: str) -> None:
-        """Grades one stored submission and stores its verdict; never leaves it running."""
+        """Grades one stored submission and stores its verdict; never leaves it running. The grading
+        function of every dispatcher: the local queue's threads and the Celery task both call it, and
+        it does nothing for a submission that is final, or leased to another worker's live attempt."""
+        with submission_logging(submission_id):
+            self._grade_stored(submission_id)
+
+    def _grade_stored(self, submission_id: str) -> None:
         with self.db.session() as session:
-            submission = crud.mark_running(session, submission_id=submission_id)
+            submission = crud.mark_running(session, submission_id=submission_id, lease_s=self.settings.lease_s)
             if submission is None:
+                log.info("not graded here: already final, or being graded under a live lease")
                 return
-            # This grading attempt owns the submission until a regrade resets it; what it stores after
-            # that is dropped, so a stale verdict never overwrites the regrade's.
+            # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
+            # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
-        self.notifier.notify(submission_id)
-        problem = self.registry.get(problem_id)
+            submitted_version, created_at = submission.problem_version, submission.created_at
+        with self._grading_lock:
+            self._grading[submission_id] = attempt
+        started = time.monotonic()
         try:
-            if problem is None:
-                verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
-            else:
-                landed = _ProgressWriter(self, submission_id)
-                verdict = self.grader.grade_submission(problem, source, on_test=landed)
-        except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
-            log.exception("grading %s crashed", submission_id)
-            verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
-        with self.db.session() as session:
-            crud.finish_submission(
-                session,
-                submission_id=submission_id,
-                verdict=verdict,
-                problem_version=problem.version if problem is not None else None,
-                attempt=attempt,
-            )
+            if attempt == 1:
+                self.metrics.queue_wait_seconds.observe(max(0.0, _seconds_since(created_at)))
+            self.notifier.notify(submission_id)
+            problem = self.registry.get(problem_id)
+            if problem is None or problem.version != submitted_version:
+                # Another process may have added or changed it (an upload through the API) since this one looked.
+                self._poll_problems_now()
+                problem = self.registry.get(problem_id)
+            try:
+                if problem is None:
+                    verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
+                else:
+                    landed = _ProgressWriter(self, submission_id)
+                    verdict = self.grader.grade_submission(problem, source, on_test=landed)
+            except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
+                log.exception("grading %s crashed", submission_id)
+                verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
+            with self.db.session() as session:
+                crud.finish_submission(
+                    session,
+                    submission_id=submission_id,
+                    verdict=verdict,
+                    problem_version=problem.version if problem is not None else None,
+                    attempt=attempt,
+                )
+        finally:
+            with self._grading_lock:
+                self._grading.pop(submission_id, None)
+        elapsed = time.monotonic() - started
+        self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
+        self.metrics.verdicts.labels(verdict.status.value).inc()
+        log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
         self.notifier.notify(submission_id)
+
+    def _poll_problems_now(self) -> None:
+        with self._poll_lock:
+            try:
+                self.poll_problems()
+            except Exception:  # grading goes on with what is loaded
+                log.exception("polling the problems failed")
+
+
+def _seconds_since(moment: datetime) -> float:
+    # SQLite hands back naive datetimes; every stored time is UTC.
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - aware).total_seconds()

@@ -13,7 +13,10 @@ from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
+from grader.api.admin import admin_router
+from grader.api.events import events_router
 from grader.api.schemas import (
     ProblemPublic,
     ProblemSummary,
@@ -24,15 +27,18 @@ from grader.api.schemas import (
     problem_summary,
     public_submission,
 )
+from grader.api.submitters import SubmitterAuth, check_rate, idempotency_key, submitters_router
 from grader.config import Settings, get_settings
 from grader.grading.verdict import FINAL, Status
-from grader.queue.local import QueueFull
+from grader.queue import QueueFull
 from grader.service import Service
 from grader.storage import crud
+from grader.web.routes import web_router
 
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 60
+WAIT_POLL_S = 0.5
 
 
 def _validation_message(exc: RequestValidationError | ValidationError) -> str:
@@ -83,16 +89,37 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     def svc(request: Request) -> Service:
         return request.app.state.service  # type: ignore[no-any-return]
 
+    app.include_router(events_router)
+    app.include_router(web_router)
+    app.include_router(admin_router)
+    app.include_router(submitters_router)
+    app.state.submitter_auth = SubmitterAuth(settings)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        # The collectors read the database: off the event loop.
+        body = await run_in_threadpool(svc(request).metrics.render)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/healthz", tags=["service"])
     def healthz(request: Request) -> JSONResponse:
         service = svc(request)
         pool = service.pool.status()
-        ready = service.pool.ready
+        # local: ready once the sandbox pool is warm; celery: once the database and the broker answer.
+        ready, not_ready_because = service.ready()
+        try:
+            depth: int | None = service.queue.depth
+        except Exception:  # celery mode counts in the database, which may be what is down
+            depth = None
         body: dict[str, Any] = {
             "status": "ok",
             "ready": ready,
+            "not_ready_because": not_ready_because,
+            "queue": settings.queue,
             "sandbox": {**pool, "image": service.pool.image_id, "last_error": service.pool.last_error},
-            "queue_depth": service.queue.depth,
+            "queue_depth": depth,
             "problems": len(service.registry.all()),
             "problem_errors": [str(error) for error in service.registry.errors],
         }
@@ -132,14 +159,27 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             202: {"model": SubmissionAccepted, "description": "queued; poll the Location"},
             404: {"description": "unknown problem"},
             413: {"description": "source over the size limit"},
-            422: {"description": "malformed request, empty or non-UTF-8 source"},
-            429: {"description": "queue full; retry after Retry-After seconds"},
+            401: {"description": "an API key is required (GRADER_API_KEYS) and none valid was sent"},
+            422: {
+                "description": "malformed request, empty or non-UTF-8 source, or an Idempotency-Key already"
+                " used with a different body"
+            },
+            429: {"description": "queue full, or this API key's rate limit; retry after Retry-After seconds"},
         },
     )
     async def create_submission(
         request: Request,
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
     ) -> Response:
+        """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
+        API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
+        service = svc(request)
+        try:
+            submitter = request.app.state.submitter_auth.identify(request)
+        except HTTPException:
+            service.metrics.refused.labels("unauthorized").inc()
+            raise
+        stored_idempotency_key = idempotency_key(request, submitter)
         # The body is parsed here rather than by FastAPI so that every malformed body, non-UTF-8
         # bytes included, gets the same clear 422.
         raw = await request.body()
@@ -153,7 +193,6 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             payload = SubmissionCreate.model_validate_json(raw)
         except ValidationError as exc:
             raise HTTPException(422, _validation_message(exc)) from None
-        service = svc(request)
         try:
             encoded = payload.source.encode("utf-8")
         except UnicodeEncodeError:
@@ -165,33 +204,76 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         problem = service.registry.get(payload.problem_id)
         if problem is None:
             raise HTTPException(404, f"no problem {payload.problem_id!r}")
-        if service.queue.depth >= settings.max_queue:
-            raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"})
+        # No await from the rate check to the insert: within this process, requests cannot interleave there.
         with service.db.session() as session:
-            submission = crud.create_submission(
-                session, problem_id=problem.id, problem_version=problem.version, source=payload.source
+            replayed = (
+                crud.get_submission_by_idempotency_key(session, idempotency_key=stored_idempotency_key)
+                if stored_idempotency_key is not None
+                else None
             )
+            if replayed is None:
+                try:
+                    check_rate(session, submitter, settings.rate_limit_per_minute)
+                except HTTPException:
+                    service.metrics.refused.labels("rate_limited").inc()
+                    raise
+                if service.queue.depth >= settings.max_queue:
+                    service.metrics.refused.labels("queue_full").inc()
+                    raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"})
+                if stored_idempotency_key is None:
+                    submission = crud.create_submission(
+                        session,
+                        problem_id=problem.id,
+                        problem_version=problem.version,
+                        source=payload.source,
+                        api_key_hash=submitter.key_hash,
+                    )
+                else:
+                    try:
+                        submission, created = crud.create_submission_once(
+                            session,
+                            problem_id=problem.id,
+                            problem_version=problem.version,
+                            source=payload.source,
+                            api_key_hash=submitter.key_hash,
+                            idempotency_key=stored_idempotency_key,
+                        )
+                    except LookupError:
+                        raise HTTPException(409, "a request with this Idempotency-Key was refused; retry") from None
+                    if not created:
+                        replayed = submission
+            else:
+                submission = replayed
+            if replayed is not None and (replayed.problem_id, replayed.source) != (problem.id, payload.source):
+                raise HTTPException(422, "this Idempotency-Key was already used with a different request body")
             submission_id = submission.id
+        extra_headers = {"Idempotent-Replayed": "true"} if replayed is not None else {}
         event = service.notifier.watch(submission_id) if wait > 0 else None
         try:
-            try:
-                service.queue.submit(submission_id)
-            except QueueFull:
-                with service.db.session() as session:
-                    crud.delete_submission(session, submission_id=submission_id)
-                raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"}) from None
+            if replayed is None:
+                try:
+                    # Off the event loop: with Celery this writes the dispatch lease and talks to the broker.
+                    await run_in_threadpool(service.queue.submit, submission_id)
+                except QueueFull:
+                    with service.db.session() as session:
+                        crud.delete_submission(session, submission_id=submission_id)
+                    service.metrics.refused.labels("queue_full").inc()
+                    raise HTTPException(429, "the grading queue is full", headers={"Retry-After": "5"}) from None
+                service.metrics.submissions_created.inc()
             location = f"/api/submissions/{submission_id}"
             if event is not None:
                 deadline = time.monotonic() + wait
                 while True:
                     public = load_public(service, submission_id)
                     if public is not None and public.status in FINAL:
-                        return JSONResponse(public.model_dump(mode="json"), status_code=200)
+                        return JSONResponse(public.model_dump(mode="json"), status_code=200, headers=extra_headers)
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
                     try:
-                        await asyncio.wait_for(event.wait(), timeout=min(remaining, 1.0))
+                        # Woken by the Notifier (relayed from the workers under Celery); the timeout is the
+                        # database poll that covers a missed wake-up.
+                        await asyncio.wait_for(event.wait(), timeout=min(remaining, WAIT_POLL_S))
                     except TimeoutError:
                         pass
                     event.clear()
@@ -199,7 +281,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
             public = load_public(service, submission_id)
             if public is not None:
                 accepted.status = public.status
-            return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers={"Location": location})
+            return JSONResponse(
+                accepted.model_dump(mode="json"), status_code=202, headers={"Location": location, **extra_headers}
+            )
         finally:
             if event is not None:
                 service.notifier.unwatch(submission_id, event)

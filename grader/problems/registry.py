@@ -1,5 +1,11 @@
 """Loads problems/*.yaml into memory, each validated on load; a bad file is refused with its name,
-line and what is wrong, and the others still load."""
+line and what is wrong, and the others still load.
+
+Problems come from two places: files in the problems directory and problems uploaded through the
+admin API (stored in the database). On an id clash the file wins: the directory is what the
+operators keep under version control, so an upload can add problems but never silently replace a
+curated one; the shadowed upload is reported in `errors` until one of the two goes.
+"""
 
 from __future__ import annotations
 
@@ -48,13 +54,14 @@ class LoadedProblem:
     version: str
     limits: EffectiveLimits
     path: Path | None = None
+    uploaded: bool = False
 
     @property
     def id(self) -> str:
         return self.problem.id
 
 
-def _line_of(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+def yaml_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """The 1-based line of the YAML node at a pydantic error location (the nearest one that exists)."""
     node = root
     line = node.start_mark.line + 1 if node is not None else None
@@ -102,12 +109,12 @@ def parse_problem(text: str, source: str) -> Problem:
             loc = tuple(error["loc"])
             field = ".".join(str(part) for part in loc) or "(top level)"
             message = error["msg"].removeprefix("Value error, ")
-            found.append((_line_of(root, loc), f"{field}: {message}"))
+            found.append((yaml_line(root, loc), f"{field}: {message}"))
         raise ProblemError(source, found) from None
     duplicates = duplicate_names(problem)
     if duplicates:
         raise ProblemError(
-            source, [(_line_of(root, loc), f"{'.'.join(map(str, loc))}: {message}") for loc, message in duplicates]
+            source, [(yaml_line(root, loc), f"{'.'.join(map(str, loc))}: {message}") for loc, message in duplicates]
         )
     return problem
 
@@ -118,29 +125,49 @@ class Registry:
     def __init__(self, defaults: EffectiveLimits) -> None:
         self.defaults = defaults
         self._problems: dict[str, LoadedProblem] = {}
+        self._files: dict[str, LoadedProblem] = {}
+        self._file_errors: list[ProblemError] = []
+        self._uploads: dict[str, LoadedProblem] = {}
+        self._upload_errors: list[ProblemError] = []
         self._lock = threading.Lock()
         self.errors: list[ProblemError] = []
 
-    def make(self, problem: Problem, path: Path | None = None) -> LoadedProblem:
+    def make(self, problem: Problem, path: Path | None = None, *, uploaded: bool = False) -> LoadedProblem:
         limits = EffectiveLimits(
             time_s=problem.limits.time_s or self.defaults.time_s,
             memory_mb=problem.limits.memory_mb or self.defaults.memory_mb,
             output_kb=problem.limits.output_kb or self.defaults.output_kb,
         )
-        return LoadedProblem(problem=problem, version=problem_version(problem), limits=limits, path=path)
+        return LoadedProblem(
+            problem=problem, version=problem_version(problem), limits=limits, path=path, uploaded=uploaded
+        )
 
     def load_dir(self, directory: Path) -> list[ProblemError]:
+        """Re-reads the directory; the uploads already known stay in the published set.
+
+        A file that no longer validates keeps its last valid version served (and is reported): a file
+        being edited is often saved half-way, and its problem should not vanish in the meantime."""
         loaded: dict[str, LoadedProblem] = {}
         errors: list[ProblemError] = []
-        for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
+        previous = {problem.path: problem for problem in self._files.values()}
+        for path in problem_files(directory):
             try:
                 text = path.read_text(encoding="utf-8")
                 problem = parse_problem(text, path.name)
-            except UnicodeDecodeError:
-                errors.append(ProblemError(path.name, [(None, "the file is not UTF-8 text")]))
+            except OSError:  # removed between the listing and the read: gone
                 continue
-            except ProblemError as exc:
-                errors.append(exc)
+            except (UnicodeDecodeError, ProblemError) as exc:
+                error = (
+                    exc
+                    if isinstance(exc, ProblemError)
+                    else ProblemError(path.name, [(None, "the file is not UTF-8 text")])
+                )
+                last_valid = previous.get(path)
+                if last_valid is not None and last_valid.id not in loaded:
+                    loaded[last_valid.id] = last_valid
+                    kept = (None, f"the last valid version of {last_valid.id!r} is still served")
+                    error = ProblemError(error.source, [*error.problems, kept])
+                errors.append(error)
                 continue
             if problem.id in loaded:
                 errors.append(
@@ -153,12 +180,90 @@ class Registry:
         for error in errors:
             log.error("problem file refused: %s", error)
         with self._lock:
-            self._problems = loaded
-            self.errors = errors
-        return errors
+            self._files, self._file_errors = loaded, errors
+            self._publish()
+            return list(self.errors)
+
+    # -- uploads -----------------------------------------------------------------------------------
+    def set_uploads(self, texts: dict[str, str]) -> list[ProblemError]:
+        """Replaces every upload with these stored texts (id -> YAML); one that no longer validates is
+        reported and left out, the others still load."""
+        uploads: dict[str, LoadedProblem] = {}
+        errors: list[ProblemError] = []
+        for problem_id, text in sorted(texts.items()):
+            source = upload_source(problem_id)
+            try:
+                problem = parse_problem(text, source)
+            except ProblemError as exc:
+                errors.append(exc)
+                continue
+            if problem.id != problem_id:
+                errors.append(ProblemError(source, [(1, f"id: {problem.id!r} is stored under {problem_id!r}")]))
+                continue
+            uploads[problem_id] = self.make(problem, uploaded=True)
+        for error in errors:
+            log.error("stored upload refused: %s", error)
+        with self._lock:
+            self._uploads, self._upload_errors = uploads, errors
+            self._publish()
+            return list(self.errors)
+
+    def put_upload(self, problem: LoadedProblem) -> None:
+        with self._lock:
+            self._uploads = {**self._uploads, problem.id: problem}
+            self._upload_errors = [e for e in self._upload_errors if e.source != upload_source(problem.id)]
+            self._publish()
+
+    def remove_upload(self, problem_id: str) -> None:
+        with self._lock:
+            self._uploads = {key: value for key, value in self._uploads.items() if key != problem_id}
+            self._upload_errors = [e for e in self._upload_errors if e.source != upload_source(problem_id)]
+            self._publish()
+
+    def file_problem(self, problem_id: str) -> LoadedProblem | None:
+        """The problem a file defines under this id, served or not."""
+        return self._files.get(problem_id)
+
+    def upload(self, problem_id: str) -> LoadedProblem | None:
+        """The upload stored under this id, served or shadowed by a file."""
+        return self._uploads.get(problem_id)
+
+    def _publish(self) -> None:
+        """Swaps in the merged set in one assignment, so readers see the old set or the new one (lock held)."""
+        shadowed = [
+            ProblemError(
+                upload_source(problem_id),
+                [(None, f"shadowed by the file {self._files[problem_id].path}, which is served instead")],
+            )
+            for problem_id in sorted(self._uploads)
+            if problem_id in self._files
+        ]
+        self._problems = {**self._uploads, **self._files}
+        self.errors = [*self._file_errors, *self._upload_errors, *shadowed]
 
     def get(self, problem_id: str) -> LoadedProblem | None:
         return self._problems.get(problem_id)
 
     def all(self) -> list[LoadedProblem]:
         return sorted(self._problems.values(), key=lambda p: p.id)
+
+
+def upload_source(problem_id: str) -> str:
+    """How messages name an uploaded problem."""
+    return f"upload:{problem_id}"
+
+
+def problem_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+
+
+def directory_fingerprint(directory: Path) -> frozenset[tuple[str, int, int]]:
+    """Name, mtime and size of every problem file: what changes when a file is added, edited or removed."""
+    found = set()
+    for path in problem_files(directory):
+        try:
+            stat = path.stat()
+        except OSError:  # removed between the listing and the stat: the next poll sees it gone
+            continue
+        found.add((path.name, stat.st_mtime_ns, stat.st_size))
+    return frozenset(found)

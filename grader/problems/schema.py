@@ -15,22 +15,37 @@ class Strict(BaseModel):
 
 
 class Tolerance(Strict):
-    rtol: float = Field(1e-5, ge=0)
-    atol: float = Field(1e-6, ge=0)
+    """How close a returned float must be: |got - expected| <= atol + rtol * |expected|, element-wise."""
+
+    rtol: float = Field(1e-5, ge=0, description="relative tolerance")
+    atol: float = Field(1e-6, ge=0, description="absolute tolerance")
 
 
 class Limits(Strict):
-    time_s: float | None = Field(None, gt=0, le=60)
-    memory_mb: int | None = Field(None, ge=64, le=16384)
-    output_kb: int | None = Field(None, ge=1, le=65536)
+    """Per-test limits; a limit left out takes the server's default (GRADER_DEFAULT_*)."""
+
+    time_s: float | None = Field(None, gt=0, le=60, description="wall-clock seconds per test")
+    memory_mb: int | None = Field(None, ge=64, le=16384, description="memory of the process running the tests")
+    output_kb: int | None = Field(None, ge=1, le=65536, description="what a test may print (stdout and stderr)")
 
 
 class TestCase(Strict):
-    name: str = Field(min_length=1, max_length=200)
-    visible: bool = False
-    weight: float = Field(1.0, gt=0)
-    code: str = Field(min_length=1)
-    check: dict[str, Tolerance] = Field(default_factory=dict)
+    """One test: code run once with the reference and once with the submission, outputs compared."""
+
+    name: str = Field(min_length=1, max_length=200, description="unique within the problem; shown if visible")
+    visible: bool = Field(False, description="visible tests show their code, name, message and details")
+    weight: float = Field(1.0, gt=0, description="share of the score")
+    code: str = Field(
+        min_length=1,
+        description="the body of a function with torch, nn, F, math, np and the entry points in scope, run after "
+        "torch.manual_seed(i) for the i-th test (0-based); returns a dict (or any value) of tensors, numbers, "
+        "bools, strings, None, and lists, tuples or dicts of these",
+    )
+    check: dict[str, Tolerance] = Field(
+        default_factory=dict,
+        description="tolerance per top-level key of the returned dict; floats elsewhere get rtol 1e-5, atol 1e-6; "
+        "everything that is not a float is compared exactly",
+    )
 
     @field_validator("code")
     @classmethod
@@ -44,21 +59,25 @@ class TestCase(Strict):
 
 
 class Pitfall(Strict):
-    name: str = Field(min_length=1, max_length=200)
-    hint: str = Field(min_length=1, max_length=2000)
-    code: str = Field(min_length=1)
+    """A known wrong solution: it must fail a test, and a submission giving its outputs gets its hint."""
+
+    name: str = Field(min_length=1, max_length=200, description="unique within the problem; never shown")
+    hint: str = Field(min_length=1, max_length=2000, description="shown to a submission that makes this mistake")
+    code: str = Field(min_length=1, description="a whole module defining every entry point; never shown")
 
 
 class Problem(Strict):
-    id: str = Field(pattern=ID_PATTERN, max_length=64)
+    """A problem file (problems/<id>.yaml). See docs/problems.md."""
+
+    id: str = Field(pattern=ID_PATTERN, max_length=64, description="lower-case words joined by '-'; unique")
     title: str = Field(min_length=1, max_length=200)
-    source: str = ""
+    source: str = Field("", description="where the problem comes from (paper, section)")
     difficulty: Literal["easy", "medium", "hard"]
     tags: list[str] = Field(default_factory=list)
-    statement: str = Field(min_length=1)
-    starter_code: str = Field(min_length=1)
-    entry_points: list[str] = Field(min_length=1)
-    reference: str = Field(min_length=1)
+    statement: str = Field(min_length=1, description="Markdown; $...$ and $$...$$ are TeX math")
+    starter_code: str = Field(min_length=1, description="what a student starts from: every entry point, unfinished")
+    entry_points: list[str] = Field(min_length=1, description="the functions a submission must define")
+    reference: str = Field(min_length=1, description="the trusted solution; runs only in the sandbox; never shown")
     limits: Limits = Field(default_factory=Limits)
     tests: list[TestCase] = Field(min_length=1)
     pitfalls: list[Pitfall] = Field(default_factory=list)

@@ -1,0 +1,30 @@
+"""Dispatchers: how a stored submission reaches the grading function (Service.process).
+
+One interface, one implementation per file, chosen by GRADER_QUEUE:
+  local   grader/queue/local.py        an in-process bounded queue and worker threads
+  celery  grader/queue/celery_app.py   Celery over Redis; `grader worker` processes grade
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class QueueFull(Exception):
+    """No room for another submission: the API answers 429 with Retry-After."""
+
+
+class Dispatcher(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def submit(self, submission_id: str) -> None:
+        """Hands a stored, queued submission over for grading; raises QueueFull when there is no room."""
+
+    def submit_blocking(self, submission_id: str) -> None:
+        """The same without a bound, for what must not be refused: recovery and regrades."""
+
+    @property
+    def depth(self) -> int:
+        """Submissions waiting for a grader."""

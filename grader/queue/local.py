@@ -7,11 +7,11 @@ import queue
 import threading
 from collections.abc import Callable
 
+from grader.queue import QueueFull
+
+__all__ = ["LocalQueue", "QueueFull"]
+
 log = logging.getLogger(__name__)
-
-
-class QueueFull(Exception):
-    pass
 
 
 class LocalQueue:

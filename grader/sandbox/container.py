@@ -41,6 +41,10 @@ MAX_STDERR_KEPT = 4096
 
 
 LOADING = -1  # SandboxLost.during_test while the submission is being loaded
+# How much longer than the runner's own limits the next frame may take (forks, cleanup, a busy host).
+# A runner that says nothing for longer was stopped or wedged (a submission can SIGSTOP it: same
+# uid), and the job is not left to wait for its whole deadline.
+FRAME_SLACK_S = 10.0
 
 
 class SandboxLost(Exception):
@@ -102,7 +106,8 @@ class SandboxContainer:
             mem_limit=memory,
             memswap_limit=memory,
             nano_cpus=int(settings.sandbox_cpus * 1e9),
-            init=True,
+            # No docker-init: the runner's zygote is PID 1, the one process a submission cannot signal.
+            init=False,
             ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
             runtime=settings.sandbox_runtime,
             ipc_mode="private",
@@ -170,13 +175,19 @@ class SandboxContainer:
         if self._sock is None:
             raise SandboxLost("the sandbox is not running")
         self.uses += 1
+        # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
+        # a test's result may follow a reload of the submission in a fresh child (compile time).
+        compile_s = float(job.get("compile_time_s", 10.0))
+        test_s = float(job.get("limits", {}).get("time_s", 10.0))
+        load_budget = compile_s + FRAME_SLACK_S
+        frame_budget = compile_s + test_s + FRAME_SLACK_S
         payload = json.dumps(job, separators=(",", ":")).encode()
         try:
             self._sock.sendall(encode(JOB, {}, payload))
         except OSError as exc:
             raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
         try:
-            frame = self._next_frame(deadline)
+            frame = self._next_frame(min(deadline, time.monotonic() + load_budget))
         except SandboxLost as exc:
             exc.during_test = LOADING
             raise
@@ -187,7 +198,7 @@ class SandboxContainer:
         expected_index = 0
         while True:
             try:
-                frame = self._next_frame(deadline)
+                frame = self._next_frame(min(deadline, time.monotonic() + frame_budget))
             except SandboxLost as exc:
                 exc.during_test = expected_index
                 raise

@@ -21,10 +21,11 @@ log = logging.getLogger(__name__)
 
 
 class SandboxPool:
-    def __init__(self, settings: Settings, client: docker.DockerClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: docker.DockerClient | None = None, size: int | None = None) -> None:
         self.settings = settings
         self.client = client
-        self.size = settings.pool_size
+        # size=0: no warm containers, only the engine for fresh() (a Celery-mode API checking uploads).
+        self.size = settings.pool_size if size is None else size
         self._idle: queue.Queue[SandboxContainer] = queue.Queue()
         self._lock = threading.Lock()
         self._starting = 0

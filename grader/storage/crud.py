@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grader.grading.verdict import Status, TestResult, Verdict
 from grader.storage.db import ExpectedOutput, Submission, UploadedProblem, utcnow
 
 
-def create_submission(session: Session, *, problem_id: str, problem_version: str, source: str) -> Submission:
+def create_submission(
+    session: Session,
+    *,
+    problem_id: str,
+    problem_version: str,
+    source: str,
+    api_key_hash: str | None = None,
+    idempotency_key: str | None = None,
+) -> Submission:
     submission = Submission(
         id=uuid.uuid4().hex,
         problem_id=problem_id,
@@ -20,26 +30,179 @@ def create_submission(session: Session, *, problem_id: str, problem_version: str
         status=Status.QUEUED.value,
         score=0.0,
         tests=[],
+        api_key_hash=api_key_hash,
+        idempotency_key=idempotency_key,
     )
     session.add(submission)
     session.commit()
     return submission
 
 
+def get_submission_by_idempotency_key(session: Session, *, idempotency_key: str) -> Submission | None:
+    return session.scalars(select(Submission).where(Submission.idempotency_key == idempotency_key)).first()
+
+
+def create_submission_once(
+    session: Session,
+    *,
+    problem_id: str,
+    problem_version: str,
+    source: str,
+    api_key_hash: str | None,
+    idempotency_key: str,
+) -> tuple[Submission, bool]:
+    """The submission stored under an idempotency key, created if there is none; True when created.
+
+    Race-safe: of two requests inserting the same key at once, the unique index lets one win and the
+    other reads what the winner stored."""
+    existing = get_submission_by_idempotency_key(session, idempotency_key=idempotency_key)
+    if existing is not None:
+        return existing, False
+    try:
+        created = create_submission(
+            session,
+            problem_id=problem_id,
+            problem_version=problem_version,
+            source=source,
+            api_key_hash=api_key_hash,
+            idempotency_key=idempotency_key,
+        )
+        return created, True
+    except IntegrityError:
+        session.rollback()
+    winner = get_submission_by_idempotency_key(session, idempotency_key=idempotency_key)
+    if winner is None:  # the winner was deleted again (its queue was full): nothing to return
+        raise LookupError(idempotency_key)
+    return winner, False
+
+
 def get_submission(session: Session, *, submission_id: str) -> Submission | None:
     return session.get(Submission, submission_id)
 
 
-def mark_running(session: Session, *, submission_id: str) -> Submission | None:
-    submission = session.get(Submission, submission_id)
-    if submission is None or submission.status not in (Status.QUEUED.value, Status.RUNNING.value):
-        return None
-    submission.status = Status.RUNNING.value
-    submission.started_at = utcnow()
-    submission.attempts += 1
-    submission.tests = []
+def mark_running(session: Session, *, submission_id: str, lease_s: float | None = None) -> Submission | None:
+    """Takes a submission for grading, or None when it is not to be graded here: final already, or
+    running under a live lease (another worker has it; a redelivered message must not grade it twice).
+
+    One conditional UPDATE, so that of two workers racing for one submission exactly one wins."""
+    now = utcnow()
+    taken = session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .where(
+            or_(
+                Submission.status == Status.QUEUED.value,
+                and_(
+                    Submission.status == Status.RUNNING.value,
+                    or_(Submission.lease_expires_at.is_(None), Submission.lease_expires_at < now),
+                ),
+            )
+        )
+        .values(
+            status=Status.RUNNING.value,
+            started_at=now,
+            attempts=Submission.attempts + 1,
+            tests=[],
+            lease_expires_at=now + timedelta(seconds=lease_s) if lease_s is not None else None,
+        )
+        .execution_options(synchronize_session=False)
+    )
     session.commit()
-    return submission
+    if taken.rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    return session.get(Submission, submission_id, populate_existing=True)
+
+
+def renew_lease(session: Session, *, submission_id: str, attempt: int, lease_s: float) -> bool:
+    """Extends the lease of a grading attempt; False when the attempt no longer owns the submission."""
+    renewed = session.execute(
+        update(Submission)
+        .where(
+            Submission.id == submission_id,
+            Submission.status == Status.RUNNING.value,
+            Submission.attempts == attempt,
+        )
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return renewed.rowcount == 1  # type: ignore[attr-defined,no-any-return]
+
+
+def set_dispatch_lease(session: Session, *, submission_ids: list[str], lease_s: float) -> None:
+    """A queued submission's message is out: if no worker has taken it by then, it is sent again."""
+    if not submission_ids:
+        return
+    session.execute(
+        update(Submission)
+        .where(Submission.id.in_(submission_ids), Submission.status == Status.QUEUED.value)
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+
+
+def expired_leases(session: Session, *, limit: int = 500) -> list[tuple[str, str]]:
+    """Queued or running submissions whose holder let the lease run out: (id, status), oldest first."""
+    rows = session.execute(
+        select(Submission.id, Submission.status)
+        .where(
+            Submission.status.in_((Status.QUEUED.value, Status.RUNNING.value)),
+            Submission.lease_expires_at < utcnow(),
+        )
+        .order_by(Submission.created_at)
+        .limit(limit)
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def requeue_expired(session: Session, *, submission_id: str, lease_s: float) -> bool:
+    """Puts a submission whose lease ran out back to queued with a new dispatch lease; True if this call
+    did it (several reapers may see the same expired lease: one wins)."""
+    now = utcnow()
+    requeued = session.execute(
+        update(Submission)
+        .where(
+            Submission.id == submission_id,
+            Submission.status.in_((Status.QUEUED.value, Status.RUNNING.value)),
+            Submission.lease_expires_at < now,
+        )
+        .values(status=Status.QUEUED.value, tests=[], lease_expires_at=now + timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return requeued.rowcount == 1  # type: ignore[attr-defined,no-any-return]
+
+
+def count_by_status(session: Session) -> dict[str, int]:
+    rows = session.execute(select(Submission.status, func.count()).group_by(Submission.status))
+    return {status: count for status, count in rows}
+
+
+def count_queued(session: Session) -> int:
+    return int(session.scalar(select(func.count()).where(Submission.status == Status.QUEUED.value)) or 0)
+
+
+def recent_by_key(session: Session, *, api_key_hash: str, since: datetime) -> tuple[int, datetime | None]:
+    """How many submissions a key made since `since`, and when the oldest of them was made."""
+    count, oldest = session.execute(
+        select(func.count(), func.min(Submission.created_at)).where(
+            Submission.api_key_hash == api_key_hash, Submission.created_at >= since
+        )
+    ).one()
+    return int(count), oldest
+
+
+def list_by_key(
+    session: Session, *, api_key_hash: str, limit: int, before: datetime | None = None, problem_id: str | None = None
+) -> list[Submission]:
+    """A key's own submissions, newest first."""
+    query = select(Submission).where(Submission.api_key_hash == api_key_hash)
+    if before is not None:
+        query = query.where(Submission.created_at < before)
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    return list(session.scalars(query.order_by(Submission.created_at.desc()).limit(limit)))
 
 
 def record_progress(session: Session, *, submission_id: str, results: list[TestResult]) -> None:
@@ -102,7 +265,11 @@ def load_expected(session: Session, *, key: str) -> bytes | None:
 
 def save_expected(session: Session, *, key: str, data: bytes) -> None:
     session.merge(ExpectedOutput(key=key, data=data))
-    session.commit()
+    try:
+        session.commit()
+    except IntegrityError:
+        # Another worker stored the same key first; the outputs of one reference are the same bytes.
+        session.rollback()
 
 
 def submission_tests(submission: Submission) -> list[TestResult]:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Integer, LargeBinary, String, Text, create_engine, event
+from sqlalchemy import JSON, DateTime, Float, Index, Integer, LargeBinary, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -37,6 +37,16 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Until when the submission's current holder owns it: the worker grading it (which renews the lease
+    # while it runs) or, while queued under Celery, the broker delivering it. Past it, it is sent again.
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # The submitter, as a SHA-256 of their API key (never the key itself); None without API keys.
+    api_key_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The client's Idempotency-Key hashed with api_key_hash: unique, so that a retried POST finds what its
+    # first try created, even when the two race.
+    idempotency_key: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
+
+    __table_args__ = (Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),)
 
 
 class ExpectedOutput(Base):
@@ -45,6 +55,18 @@ class ExpectedOutput(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UploadedProblem(Base):
+    """A problem uploaded through the admin API: its YAML as sent, so it loads again after a restart."""
+
+    __tablename__ = "uploaded_problems"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[str] = mapped_column(String(32))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 def make_engine(url: str) -> Engine:

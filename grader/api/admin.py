@@ -1,0 +1,216 @@
+"""The admin API: add, replace and delete problems as YAML, and regrade a problem's submissions.
+
+Every route needs `Authorization: Bearer <GRADER_ADMIN_TOKEN>`; with no token configured, uploads
+are off (403). An upload runs the same check as `grader problems check` (in real sandboxes, off the
+event loop) and is refused with 422 and the same messages when it fails. Uploads are stored in the
+database and survive restarts; a problem defined by a file in the problems directory cannot be
+replaced or deleted here (409): the file wins.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+import yaml
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from grader.problems.check import CheckReport, ProblemChecker, SandboxUnavailable
+from grader.problems.registry import MAX_PROBLEM_BYTES, LoadedProblem, ProblemError, parse_problem, yaml_line
+from grader.service import ProblemConflict, Service
+
+log = logging.getLogger(__name__)
+
+YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain"}
+
+admin_router = APIRouter(tags=["admin"])
+
+
+class ProblemStored(BaseModel):
+    id: str
+    title: str
+    version: str
+    created: bool
+    check: CheckReport
+
+
+class Regrade(BaseModel):
+    problem_id: str
+    version: str
+    requeued: int
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+def _require_admin(request: Request) -> Service:
+    """The service, once the request carries the admin token; 403 when uploads are off, else 401."""
+    service = _service(request)
+    token = service.settings.admin_token
+    if not token:
+        raise HTTPException(403, "problem uploads are turned off: the server has no GRADER_ADMIN_TOKEN")
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    # Compared as bytes: compare_digest refuses non-ASCII str, and a header may carry anything.
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        presented.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
+    ):
+        raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
+    return service
+
+
+async def _yaml_body(request: Request) -> str:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in YAML_TYPES:
+        sent = media_type or "no content type"
+        raise HTTPException(415, f"send the problem file as application/yaml or text/plain, not {sent}")
+    raw = await request.body()
+    if len(raw) > MAX_PROBLEM_BYTES:
+        raise HTTPException(413, f"a problem file is at most {MAX_PROBLEM_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(422, f"the problem file is not UTF-8 text (byte {exc.start})") from None
+
+
+def _refused(status: int, errors: list[str], report: CheckReport | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"detail": "\n".join(errors), "errors": errors}
+    if report is not None:
+        body["check"] = report.model_dump(mode="json")
+    return JSONResponse(body, status_code=status)
+
+
+async def _store(service: Service, text: str, source: str, path_id: str | None) -> Response:
+    """Validates, checks in sandboxes and stores one upload: POST when path_id is None, else PUT."""
+    try:
+        problem = await run_in_threadpool(parse_problem, text, source)  # a large file takes a while to parse
+    except ProblemError as exc:
+        return _refused(422, exc.lines())
+    if path_id is not None and problem.id != path_id:
+        line = yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), ("id",))
+        return _refused(422, [f"{source}:{line}: id: the file's id {problem.id!r} is not the {path_id!r} of the URL"])
+    loaded = service.registry.make(problem, uploaded=True)
+    current = service.registry.get(problem.id)
+    file_problem = service.registry.file_problem(problem.id)
+    if file_problem is not None:
+        raise HTTPException(
+            409, f"problem {problem.id!r} is defined by a file in the problems directory; change the file instead"
+        )
+    if path_id is None and current is not None:
+        raise HTTPException(409, f"problem {problem.id!r} already exists; PUT /api/problems/{problem.id} replaces it")
+    if current is not None and current.version == loaded.version:
+        # The same content again: already checked and stored, nothing to do.
+        return _stored(loaded, False, CheckReport(source=source, problem_id=problem.id, version=loaded.version))
+
+    def check_and_store() -> tuple[CheckReport, bool | None]:
+        with service.upload_lock:
+            with ProblemChecker(service.settings, service.pool.fresh) as checker:
+                report = checker.check_text(text, source)
+            if not report.ok:
+                return report, None
+            return report, service.save_upload(loaded, text, replace=path_id is not None)
+
+    try:
+        report, created = await run_in_threadpool(check_and_store)
+    except SandboxUnavailable as exc:
+        raise HTTPException(503, f"the problem cannot be checked now: {exc}", headers={"Retry-After": "30"}) from None
+    except ProblemConflict as exc:
+        raise HTTPException(409, str(exc)) from None
+    if created is None:
+        return _refused(422, report.errors, report)
+    return _stored(loaded, created, report)
+
+
+def _stored(loaded: LoadedProblem, created: bool, report: CheckReport) -> JSONResponse:
+    stored = ProblemStored(
+        id=loaded.id, title=loaded.problem.title, version=loaded.version, created=created, check=report
+    )
+    return JSONResponse(
+        stored.model_dump(mode="json"),
+        status_code=201 if stored.created else 200,
+        headers={"Location": f"/api/problems/{stored.id}"},
+    )
+
+
+_YAML_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "the problem file (docs/problems.md); `grader problems schema` prints its JSON Schema",
+        "content": {"application/yaml": {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
+    }
+}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "no or wrong admin token"},
+    403: {"description": "uploads are off: no GRADER_ADMIN_TOKEN is configured"},
+    409: {"description": "the id is taken (POST), or defined by a file in the problems directory"},
+    413: {"description": "the file is too large"},
+    415: {"description": "not sent as application/yaml or text/plain"},
+    422: {"description": "the file does not validate or fails its check: `errors` lists file:line: field: message"},
+    503: {"description": "no sandbox to check the problem in"},
+}
+
+
+@admin_router.post(
+    "/api/problems",
+    status_code=201,
+    response_model=ProblemStored,
+    openapi_extra=_YAML_BODY,
+    responses=_ERRORS,
+    summary="Add a problem (YAML), checked in sandboxes first",
+)
+async def add_problem(request: Request) -> Response:
+    service = _require_admin(request)
+    text = await _yaml_body(request)
+    return await _store(service, text, "upload.yaml", None)
+
+
+@admin_router.put(
+    "/api/problems/{problem_id}",
+    response_model=ProblemStored,
+    openapi_extra=_YAML_BODY,
+    responses={201: {"description": "created"}, **_ERRORS},
+    summary="Add or replace an uploaded problem (YAML), checked in sandboxes first",
+)
+async def replace_problem(problem_id: str, request: Request) -> Response:
+    service = _require_admin(request)
+    text = await _yaml_body(request)
+    return await _store(service, text, f"{problem_id[:64]}.yaml", problem_id)
+
+
+@admin_router.delete(
+    "/api/problems/{problem_id}",
+    status_code=204,
+    responses={404: {"description": "no uploaded problem with this id"}, **_ERRORS},
+    summary="Delete an uploaded problem; its submissions and verdicts stay",
+)
+async def delete_problem(problem_id: str, request: Request) -> Response:
+    service = _require_admin(request)
+    deleted = await run_in_threadpool(service.delete_upload, problem_id)
+    if not deleted:
+        if service.registry.file_problem(problem_id) is not None:
+            raise HTTPException(409, f"problem {problem_id!r} is defined by a file; remove the file instead")
+        raise HTTPException(404, f"no uploaded problem {problem_id!r}")
+    return Response(status_code=204)
+
+
+@admin_router.post(
+    "/api/problems/{problem_id}/regrade",
+    status_code=202,
+    response_model=Regrade,
+    responses={404: {"description": "unknown problem"}, **_ERRORS},
+    summary="Re-queue every submission of a problem against its current version",
+)
+async def regrade_problem(problem_id: str, request: Request) -> Regrade:
+    service = _require_admin(request)
+    problem = service.registry.get(problem_id)
+    if problem is None:
+        raise HTTPException(404, f"no problem {problem_id!r}")
+    try:
+        count = await run_in_threadpool(service.regrade, problem_id)
+    except KeyError:
+        raise HTTPException(404, f"no problem {problem_id!r}") from None
+    return Regrade(problem_id=problem_id, version=problem.version, requeued=count)

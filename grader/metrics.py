@@ -1,0 +1,159 @@
+"""Prometheus metrics: GET /metrics on the API, and on each worker's own small HTTP endpoint.
+
+Counted where things happen (grading latency and verdicts in the process that grades; submissions
+created and refused in the API), and read at scrape time for state (submissions by status, from the
+database; queue depth; this process's sandbox containers by state). Each Service has its own registry,
+so that several services in one process (the tests) never share series.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from grader.grading.verdict import Status
+from grader.storage import crud
+
+if TYPE_CHECKING:
+    from grader.service import Service
+
+log = logging.getLogger(__name__)
+
+# No `*_created` timestamp series next to every counter and histogram: they double the output for nothing.
+disable_created_metrics()
+
+# Grading of one submission: a compile error takes milliseconds, a submission whose every test times
+# out takes tests x time limit.
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+class Metrics:
+    def __init__(self, service: Service) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.grading_seconds = Histogram(
+            "torchjudge_grading_seconds",
+            "Time from a worker taking a submission to its stored verdict, by verdict",
+            ["status"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.queue_wait_seconds = Histogram(
+            "torchjudge_queue_wait_seconds",
+            "Time from a submission being stored (or queued again) to a worker taking it",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.verdicts = Counter(
+            "torchjudge_verdicts", "Verdicts stored by this process, by status", ["status"], registry=self.registry
+        )
+        self.submissions_created = Counter(
+            "torchjudge_submissions_created", "Submissions accepted by this API process", registry=self.registry
+        )
+        self.refused = Counter(
+            "torchjudge_submissions_refused",
+            "POST /api/submissions refused before storing: queue_full, rate_limited, unauthorized",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.requeued = Counter(
+            "torchjudge_submissions_requeued",
+            "Submissions queued again because their worker's lease ran out (a worker lost mid-grading)",
+            registry=self.registry,
+        )
+        self.registry.register(_StateCollector(service))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _StateCollector(Collector):
+    """Read at each scrape: what is true now rather than what happened."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        # Without describe() the registry would collect (query the database) on registration.
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        database_up = 1
+        by_status: dict[str, int] = {}
+        try:
+            with self.service.db.session() as session:
+                by_status = crud.count_by_status(session)
+        except Exception as exc:  # a scrape must answer even while the database does not
+            log.warning("metrics: the database did not answer: %s", exc)
+            database_up = 0
+        up = GaugeMetricFamily("torchjudge_database_up", "Whether the database answered this scrape")
+        up.add_metric([], database_up)
+        yield up
+        if database_up:
+            submissions = GaugeMetricFamily(
+                "torchjudge_submissions", "Stored submissions by status (the whole database)", labels=["status"]
+            )
+            for status in Status:
+                submissions.add_metric([status.value], by_status.get(status.value, 0))
+            yield submissions
+        try:
+            depth = self.service.queue.depth
+        except Exception:  # celery mode counts in the database: same reason as above
+            depth = None
+        if depth is not None:
+            queue = GaugeMetricFamily("torchjudge_queue_depth", "Submissions waiting for a grader")
+            queue.add_metric([], depth)
+            yield queue
+        pool = self.service.pool.status()
+        containers = GaugeMetricFamily(
+            "torchjudge_sandbox_containers", "This process's warm sandbox containers by state", labels=["state"]
+        )
+        for state in ("idle", "busy", "starting"):
+            containers.add_metric([state], pool[state])
+        yield containers
+        size = GaugeMetricFamily("torchjudge_sandbox_pool_size", "Warm sandbox containers this process keeps")
+        size.add_metric([], pool["size"])
+        yield size
+
+
+def serve_worker_http(service: Service, host: str, port: int) -> ThreadingHTTPServer:
+    """A worker's own endpoint: /metrics, and /healthz (200 once its sandbox pool is warm, else 503)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the name http.server dispatches to)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, status, content_type = service.metrics.render(), 200, CONTENT_TYPE_LATEST
+            elif path == "/healthz":
+                ready = service.pool.ready
+                state = {"status": "ok", "ready": ready, "sandbox": service.pool.status()}
+                body, status, content_type = json.dumps(state).encode(), 200 if ready else 503, "application/json"
+            else:
+                body, status, content_type = b"not found\n", 404, "text/plain"
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+            pass  # scrapes every few seconds would drown the worker's log
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="worker-http", daemon=True).start()
+    return server

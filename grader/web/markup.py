@@ -1,0 +1,80 @@
+"""Problem statements and code as HTML, rendered on the server: Markdown with raw HTML turned off, TeX
+math as MathML, code highlighted by Pygments (CSS classes only, so the pages need no inline styles)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+
+from grader.web.mathml import tex_to_mathml
+
+
+def _math(content: str, options: dict[str, Any]) -> str:
+    return str(tex_to_mathml(content, display=bool(options.get("display_mode"))))
+
+
+def _highlight_fence(code: str, lang: str, _attrs: str) -> str:
+    """A fenced code block: highlighted when its language is known, escaped text otherwise."""
+    try:
+        lexer = get_lexer_by_name(lang or "python")
+    except ClassNotFound:
+        return ""  # markdown-it then escapes the block itself
+    return highlight(code, lexer, HtmlFormatter(nowrap=True))
+
+
+def _markdown() -> MarkdownIt:
+    # "commonmark" plus tables and strikethrough; html=False renders any raw HTML in a statement as
+    # text, and markdown-it refuses javascript:, vbscript: and data: (except images) link targets.
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.options["highlight"] = _highlight_fence
+    # allow_digits=False: "costs $5 and $6" stays text; labels are not used by problem files.
+    md.use(dollarmath_plugin, allow_labels=False, allow_digits=False, renderer=_math)
+
+    # Wide tables and display math scroll sideways on narrow screens instead of widening the page.
+    def table_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        return '<div class="table-scroll" tabindex="0">' + self.renderToken(tokens, idx, options, env)
+
+    def table_close(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        return self.renderToken(tokens, idx, options, env) + "</div>"
+
+    md.add_render_rule("table_open", table_open)
+    md.add_render_rule("table_close", table_close)
+    return md
+
+
+_MD = _markdown()
+
+
+# Punctuation right after inline math moves inside its (nowrap) span, so a line never starts with "." or ",".
+_MATH_THEN_PUNCTUATION = re.compile(r"(</math>)</span>([.,;:!?)\]]+)")
+
+
+@lru_cache(maxsize=256)
+def render_markdown(text: str) -> Markup:
+    """Statement Markdown as safe HTML (cached: a statement changes only with its problem's version)."""
+    return Markup(_MATH_THEN_PUNCTUATION.sub(r"\1\2</span>", _MD.render(text)))
+
+
+def highlight_python(code: str, *, highlight_line: int | None = None, line_numbers: bool = False) -> Markup:
+    """Python source as highlighted HTML in a <pre>; optionally numbered, with one line marked."""
+    formatter = HtmlFormatter(
+        cssclass="highlight",
+        linenos="table" if line_numbers else False,
+        lineanchors="L" if line_numbers else "",
+        anchorlinenos=False,
+        hl_lines=[highlight_line] if highlight_line else [],
+        wrapcode=True,
+    )
+    if not code.strip():
+        return Markup('<div class="highlight"><pre><code></code></pre></div>')
+    return Markup(highlight(code, PythonLexer(stripnl=False, ensurenl=True), formatter))

@@ -1,0 +1,169 @@
+"""The web pages: the problem list, a problem with its editor, and a submission's live report.
+
+Server-rendered with Jinja2 (autoescape on); the JavaScript is plain ES modules in static/, loaded from
+this origin only. Every page carries a Content-Security-Policy without 'unsafe-inline', so nothing a
+problem statement or a submission contains can run as script even if it slipped through escaping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.types import Scope
+
+from grader.api.schemas import SubmissionPublic, problem_public, public_submission
+from grader.grading.verdict import FINAL, Status, TestStatus
+from grader.problems.registry import LoadedProblem
+from grader.service import Service
+from grader.storage import crud
+from grader.web import report
+from grader.web.markup import highlight_python, render_markdown
+
+HERE = Path(__file__).resolve().parent
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "manifest-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    # A report changes while its submission runs: always ask again (the live stream covers the rest).
+    "Cache-Control": "no-cache",
+}
+
+
+class RevalidatedStaticFiles(StaticFiles):
+    """Static files that browsers revalidate (ETag) on every load, so a new release is never half-cached."""
+
+    def file_response(self, full_path: Any, stat_result: Any, scope: Scope, status_code: int = 200) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers["Cache-Control"] = "no-cache"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every template, whatever its extension
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(
+        submission_status=report.SUBMISSION_STATUS,
+        test_status=report.TEST_STATUS,
+        explanation=report.SUBMISSION_EXPLANATION,
+        final_statuses=sorted(s.value for s in FINAL),
+    )
+    env.filters.update(number=report.fmt_number, ms=report.fmt_ms, shape=report.fmt_shape)
+    return env
+
+
+templates = Jinja2Templates(env=_environment())
+
+web_router = APIRouter(include_in_schema=False)
+web_router.mount("/static", RevalidatedStaticFiles(directory=HERE / "static"), name="static")
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+def _page(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+    return templates.TemplateResponse(request, template, context, status_code=status_code, headers=PAGE_HEADERS)
+
+
+def _not_found(request: Request, what: str) -> HTMLResponse:
+    return _page(request, "not_found.html", {"what": what, "title": "Not found"}, status_code=404)
+
+
+@web_router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
+def index_page(request: Request) -> HTMLResponse:
+    problems = _service(request).registry.all()
+    order = {"easy": 0, "medium": 1, "hard": 2}
+    problems = sorted(problems, key=lambda p: (order.get(p.problem.difficulty, 3), p.problem.title.lower()))
+    return _page(request, "index.html", {"title": "Problems", "problems": problems})
+
+
+def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
+    public = problem_public(problem)
+    return {
+        "title": public.title,
+        "problem": public,
+        "statement_html": render_markdown(public.statement),
+        "visible_tests": [(test, highlight_python(test.code)) for test in public.visible_tests],
+    }
+
+
+@web_router.api_route("/problems/{problem_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
+def problem_page(problem_id: str, request: Request) -> HTMLResponse:
+    problem = _service(request).registry.get(problem_id)
+    if problem is None:
+        return _not_found(request, f"There is no problem “{problem_id}”.")
+    return _page(request, "problem.html", _problem_context(problem))
+
+
+def _load_submission(service: Service, submission_id: str) -> tuple[SubmissionPublic, str, LoadedProblem | None] | None:
+    with service.db.session() as session:
+        submission = crud.get_submission(session, submission_id=submission_id)
+        if submission is None:
+            return None
+        problem = service.registry.get(submission.problem_id)
+        public = public_submission(submission, crud.submission_tests(submission), problem)
+        return public, submission.source, problem
+
+
+@web_router.api_route("/submissions/{submission_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
+def submission_page(submission_id: str, request: Request) -> HTMLResponse:
+    loaded = _load_submission(_service(request), submission_id)
+    if loaded is None:
+        return _not_found(request, f"There is no submission “{submission_id}”.")
+    public, source, problem = loaded
+    rows = report.report_rows(public, problem)
+    # The line of the submitter's own source to mark: where it failed to load, else where the first visible
+    # test that raised was (the sandbox reports lines of the submission's file only).
+    error_line = public.line or next(
+        (t.line for t in public.tests if t.visible and t.line and t.status != TestStatus.PASSED), None
+    )
+    problem_title = problem.problem.title if problem is not None else public.problem_id
+    context = {
+        "title": f"{report.SUBMISSION_STATUS[public.status].label} · {problem_title}",
+        "submission": public,
+        "problem_title": problem_title,
+        "problem_exists": problem is not None,
+        "rows": rows,
+        "tally": report.tally(rows),
+        "final": public.status in FINAL,
+        "load_failed": public.status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR)
+        and bool(public.tests)
+        and all(t.status == "skipped" for t in public.tests),
+        "comparisons": {
+            row.position: report.comparison(row.test.details if row.test else None, str(row.position))
+            for row in rows
+            if row.has_details
+        },
+        "highlight": highlight_python,
+        "source_html": highlight_python(source, highlight_line=error_line, line_numbers=True),
+        "error_line": error_line,
+    }
+    return _page(request, "submission.html", context)

@@ -1,0 +1,189 @@
+// What every page shares: this browser's list of submissions (localStorage, no accounts), the status
+// badges (cloned from the server's <template> elements so words and icons stay the server's), the
+// recent-submissions lists and the "solved" marks. Everything user-controlled goes in as text, never HTML.
+
+const STORE_KEY = "torchjudge.submissions.v1";
+const MAX_KEPT = 100;
+export const FINAL = new Set([
+  "accepted",
+  "wrong_answer",
+  "runtime_error",
+  "time_limit_exceeded",
+  "memory_limit_exceeded",
+  "output_limit_exceeded",
+  "compile_error",
+  "internal_error",
+]);
+
+function isEntry(value) {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    typeof value.id === "string" &&
+    /^[0-9a-f]{8,64}$/.test(value.id) &&
+    typeof value.problem_id === "string" &&
+    typeof value.status === "string"
+  );
+}
+
+export function loadSubmissions() {
+  try {
+    const parsed = JSON.parse(localStorage.getItem(STORE_KEY) || "[]");
+    return Array.isArray(parsed) ? parsed.filter(isEntry) : [];
+  } catch {
+    return []; // storage disabled or corrupted: behave as a fresh browser
+  }
+}
+
+function saveSubmissions(list) {
+  try {
+    localStorage.setItem(STORE_KEY, JSON.stringify(list.slice(0, MAX_KEPT)));
+  } catch {
+    // Private mode or a full quota: the list is a convenience, grading does not depend on it.
+  }
+}
+
+export function recordSubmission(entry) {
+  const list = loadSubmissions().filter((item) => item.id !== entry.id);
+  list.unshift(entry);
+  saveSubmissions(list);
+}
+
+/** Updates a submission this browser made; a report opened from someone else's link is not added. */
+export function updateSubmission(id, patch) {
+  const list = loadSubmissions();
+  const entry = list.find((item) => item.id === id);
+  if (!entry) return false;
+  Object.assign(entry, patch);
+  saveSubmissions(list);
+  return true;
+}
+
+export function progressFor(problemId) {
+  const mine = loadSubmissions().filter((item) => item.problem_id === problemId);
+  return {
+    attempts: mine.length,
+    solved: mine.some((item) => item.status === "accepted"),
+    last: mine[0] || null,
+  };
+}
+
+/** A status badge: a copy of the server-rendered <template id="tpl-{kind}-{status}">. */
+export function badge(kind, status) {
+  const template = document.getElementById(`tpl-${kind}-${status}`);
+  if (template instanceof HTMLTemplateElement) {
+    return template.content.firstElementChild.cloneNode(true);
+  }
+  const fallback = document.createElement("span");
+  fallback.className = "badge";
+  fallback.textContent = status.replaceAll("_", " ");
+  return fallback;
+}
+
+export function badgeLabel(kind, status) {
+  const template = document.getElementById(`tpl-${kind}-${status}`);
+  const label = template instanceof HTMLTemplateElement && template.content.querySelector(".badge-label");
+  return label ? label.textContent : status.replaceAll("_", " ");
+}
+
+const relative = typeof Intl !== "undefined" && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }) : null;
+
+export function relativeTime(iso) {
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) return "";
+  const seconds = Math.round((then - Date.now()) / 1000);
+  if (!relative) return new Date(then).toLocaleString();
+  const steps = [
+    [60, "second"],
+    [60, "minute"],
+    [24, "hour"],
+    [7, "day"],
+    [4.35, "week"],
+    [12, "month"],
+    [Infinity, "year"],
+  ];
+  let value = seconds;
+  for (const [size, unit] of steps) {
+    if (Math.abs(value) < size) return relative.format(Math.round(value), unit);
+    value /= size;
+  }
+  return new Date(then).toLocaleString();
+}
+
+/** Fills every [data-recent-list] (optionally only one problem's, via data-problem). */
+export function renderRecentLists() {
+  const all = loadSubmissions();
+  for (const list of document.querySelectorAll("[data-recent-list]")) {
+    const problem = list.dataset.problem || "";
+    const limit = Number(list.dataset.limit || 10);
+    const entries = all.filter((item) => !problem || item.problem_id === problem).slice(0, limit);
+    const items = entries.map((entry) => {
+      const li = document.createElement("li");
+      const link = document.createElement("a");
+      link.href = `/submissions/${entry.id}`;
+      const title = document.createElement("span");
+      title.className = "recent-title";
+      title.textContent = problem ? `Submission ${entry.id.slice(0, 8)}` : entry.problem_title || entry.problem_id;
+      const when = document.createElement("time");
+      when.className = "recent-when";
+      when.dateTime = entry.created_at || "";
+      when.textContent = relativeTime(entry.created_at || "");
+      when.title = entry.created_at ? new Date(entry.created_at).toLocaleString() : "";
+      const outcome = document.createElement("span");
+      outcome.className = "recent-outcome";
+      outcome.append(badge("status", entry.status));
+      if (FINAL.has(entry.status) && entry.status !== "accepted" && typeof entry.score === "number") {
+        const score = document.createElement("span");
+        score.className = "recent-score";
+        score.textContent = `score ${Math.round(entry.score * 100)}%`;
+        outcome.append(score);
+      }
+      link.append(title, when, outcome);
+      li.append(link);
+      return li;
+    });
+    list.replaceChildren(...items);
+    const empty = list.parentElement && list.parentElement.querySelector("[data-recent-empty]");
+    if (empty) empty.hidden = items.length > 0;
+  }
+}
+
+/** Fills every [data-progress-for="problem-id"] with this browser's progress on that problem. */
+export function renderProgress() {
+  for (const slot of document.querySelectorAll("[data-progress-for]")) {
+    const progress = progressFor(slot.dataset.progressFor);
+    if (progress.solved) {
+      slot.replaceChildren(badge("status", "accepted"));
+      const label = slot.querySelector(".badge-label");
+      if (label) label.textContent = "Solved";
+    } else if (progress.attempts > 0) {
+      const text = document.createElement("span");
+      text.className = "muted";
+      text.textContent = `Attempted ${progress.attempts} time${progress.attempts === 1 ? "" : "s"}`;
+      slot.replaceChildren(text);
+    }
+  }
+}
+
+export function renderRelativeTimes(root = document) {
+  for (const element of root.querySelectorAll("time[data-relative]")) {
+    const iso = element.getAttribute("datetime");
+    if (!iso) continue;
+    element.title = new Date(iso).toLocaleString();
+    element.textContent = relativeTime(iso);
+  }
+}
+
+export function renderBrowserState() {
+  renderRecentLists();
+  renderProgress();
+  renderRelativeTimes();
+}
+
+// Another tab submitted or finished something: keep this one's lists current.
+window.addEventListener("storage", (event) => {
+  if (event.key === STORE_KEY) {
+    renderRecentLists();
+    renderProgress();
+  }
+});

@@ -1,0 +1,127 @@
+// The problem page: the editor (with a draft kept per problem in this browser), the Submit button that
+// POSTs JSON to /api/submissions and goes to the live report, and this browser's submissions.
+
+import { recordSubmission, renderBrowserState } from "./common.js";
+import { Editor } from "./editor.js";
+
+const form = document.getElementById("submit-form");
+const textarea = document.getElementById("source");
+const submitButton = document.getElementById("submit-button");
+const resetButton = document.getElementById("reset-button");
+const errorBox = document.getElementById("submit-error");
+const draftNote = document.querySelector("[data-draft-note]");
+const problemId = form.dataset.problemId;
+const problemTitle = form.dataset.problemTitle;
+const draftKey = `torchjudge.draft.${problemId}`;
+const starter = textarea.defaultValue;
+
+function readDraft() {
+  try {
+    return localStorage.getItem(draftKey);
+  } catch {
+    return null;
+  }
+}
+
+function writeDraft(text) {
+  try {
+    if (text === starter) localStorage.removeItem(draftKey);
+    else localStorage.setItem(draftKey, text);
+  } catch {
+    // storage unavailable: the draft simply is not kept
+  }
+}
+
+const draft = readDraft();
+if (draft !== null && draft !== starter && draft.trim() !== "") {
+  textarea.value = draft;
+  draftNote.textContent = "Your last draft was restored.";
+}
+
+const editor = new Editor(textarea, { onSubmit: () => form.requestSubmit() });
+
+let draftTimer = 0;
+textarea.addEventListener("input", () => {
+  clearTimeout(draftTimer);
+  draftTimer = setTimeout(() => writeDraft(textarea.value), 300);
+});
+// Leaving within the debounce (a reload, a link, closing the tab) must not lose the last keystrokes.
+window.addEventListener("pagehide", () => {
+  clearTimeout(draftTimer);
+  writeDraft(textarea.value);
+});
+
+resetButton.addEventListener("click", () => {
+  if (textarea.value === starter) return;
+  editor.setValue(starter);
+  writeDraft(starter);
+  draftNote.textContent = "Starter code restored. Ctrl+Z brings your code back.";
+});
+
+function showError(message) {
+  errorBox.textContent = message;
+  errorBox.hidden = false;
+}
+
+function setBusy(busy) {
+  submitButton.disabled = busy;
+  submitButton.setAttribute("aria-busy", busy ? "true" : "false");
+  submitButton.querySelector("span").textContent = busy ? "Submitting…" : "Submit";
+}
+
+async function submit(event) {
+  event.preventDefault();
+  if (submitButton.disabled) return;
+  const source = textarea.value;
+  errorBox.hidden = true;
+  if (!source.trim()) {
+    showError("Write some code first: the source is empty.");
+    textarea.focus();
+    return;
+  }
+  setBusy(true);
+  writeDraft(source);
+  let response;
+  try {
+    response = await fetch("/api/submissions", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ problem_id: problemId, source }),
+    });
+  } catch {
+    setBusy(false);
+    showError("The judge could not be reached. Check your connection and submit again.");
+    return;
+  }
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok || !body || typeof body.id !== "string") {
+    setBusy(false);
+    const detail = body && typeof body.detail === "string" ? body.detail : `the judge answered ${response.status}`;
+    if (response.status === 429) {
+      const wait = response.headers.get("Retry-After") || "a few";
+      showError(`The judge is busy (${detail}). Try again in ${wait} seconds.`);
+    } else if (response.status === 413) {
+      showError(`Your code is too large: ${detail}.`);
+    } else {
+      showError(`Not submitted: ${detail}.`);
+    }
+    return;
+  }
+  recordSubmission({
+    id: body.id,
+    problem_id: problemId,
+    problem_title: problemTitle,
+    status: body.status || "queued",
+    score: 0,
+    created_at: new Date().toISOString(),
+  });
+  window.location.assign(`/submissions/${encodeURIComponent(body.id)}`);
+}
+
+form.addEventListener("submit", submit);
+renderBrowserState();

@@ -1,0 +1,400 @@
+"""grader/problems/check.py without Docker: the checker's judgement, driven by scripted sandbox results.
+
+The sandbox is the one edge faked here: a scripted container answers each job with the frames a
+real runner would send for that module (values built byte by byte, as in tests/unit/conftest.py).
+The same checks run against real sandboxes in tests/integration/test_problem_authoring.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from grader.config import Settings
+from grader.problems.check import (
+    CheckReport,
+    CheckStep,
+    ProblemChecker,
+    SandboxUnavailable,
+    StepStatus,
+    _numbers,
+    has_floats,
+    with_relative_noise,
+    zeros_like_floats,
+)
+from grader.problems.registry import parse_problem
+from grader.sandbox.container import JobOutcome, SandboxLost
+from grader.sandbox.frames import CompileHeader
+from grader.sandbox.frames import TestHeader as RunnerTestHeader
+from grader.sandbox.values import Tensor
+
+SOURCE = "tiny.yaml"
+STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]
+Outputs = Callable[[int], list[Any]]  # call number (0-based, per module) -> one value per test
+
+
+# -- a scripted sandbox -------------------------------------------------------------------------------
+def _encode(value: Any, arrays: list[np.ndarray]) -> dict[str, Any]:
+    if isinstance(value, np.ndarray):
+        arrays.append(value)
+        return {"t": "tensor", "dtype": str(value.dtype), "shape": list(value.shape)}
+    if value is None:
+        return {"t": "none"}
+    if isinstance(value, bool):
+        return {"t": "bool", "v": value}
+    if isinstance(value, int):
+        return {"t": "int", "v": str(value)}
+    if isinstance(value, float):
+        return {"t": "float", "v": float.hex(value)}
+    if isinstance(value, dict):
+        return {"t": "dict", "items": [[key, _encode(item, arrays)] for key, item in value.items()]}
+    raise TypeError(value)
+
+
+class ScriptedSandbox:
+    """Answers a job with the scripted outputs of its module: a value per test, or an exception to raise."""
+
+    def __init__(self, script: dict[str, Outputs], make_body: Callable[..., bytes], calls: dict[str, int]) -> None:
+        self.script = script
+        self.make_body = make_body
+        self.calls = calls
+        self.removed = False
+
+    def run_job(self, job: dict, deadline: float, on_test: object = None) -> JobOutcome:
+        source = job["source"]
+        number = self.calls.get(source, 0)
+        self.calls[source] = number + 1
+        outputs = self.script[source](number)
+        if isinstance(outputs, CompileHeader):
+            return JobOutcome(compile=outputs)
+        tests = []
+        for index, value in enumerate(outputs):
+            if isinstance(value, RunnerTestHeader):
+                tests.append((value.model_copy(update={"index": index}), b""))
+                continue
+            if isinstance(value, SandboxLost):
+                value.during_test = index
+                raise value
+            arrays: list[np.ndarray] = []
+            manifest = _encode(value, arrays)
+            tests.append((RunnerTestHeader(index=index, status="ok", time_ms=3.0), self.make_body(manifest, *arrays)))
+        return JobOutcome(compile=CompileHeader(status="ok"), tests=tests)
+
+    def remove(self) -> None:
+        self.removed = True
+
+
+def f32(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+def raised(message: str, line: int | None = None, traceback: str | None = None) -> RunnerTestHeader:
+    return RunnerTestHeader(
+        index=0, status="error", time_ms=1.0, error_type="ValueError", message=message, line=line, traceback=traceback
+    )
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(data_dir=tmp_path, max_attempts=2)
+
+
+@pytest.fixture
+def tiny(problem_yaml):
+    """The fixture problem (tests 'first' and 'second', pitfall 'identity') and its modules' scripts."""
+    problem = parse_problem(problem_yaml, SOURCE)
+    script: dict[str, Outputs] = {
+        problem.reference: lambda n: [{"out": f32(2, 2, 2)}, {"out": f32(0, 0)}],
+        problem.starter_code: lambda n: [{"out": None}, {"out": None}],
+        problem.pitfalls[0].code: lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}],
+    }
+    return problem, script
+
+
+class Harness:
+    """A checker over scripted sandboxes, recording every container it started."""
+
+    def __init__(self, settings: Settings, script: dict[str, Outputs], make_body: Callable[..., bytes]) -> None:
+        self.started: list[ScriptedSandbox] = []
+        self.calls: dict[str, int] = {}
+
+        def start() -> ScriptedSandbox:
+            sandbox = ScriptedSandbox(script, make_body, self.calls)
+            self.started.append(sandbox)
+            return sandbox
+
+        self.checker = ProblemChecker(settings, start)  # type: ignore[arg-type]
+
+    def check(self, text: str) -> tuple[CheckReport, list[CheckStep]]:
+        seen: list[CheckStep] = []
+        with self.checker:
+            report = self.checker.check_text(text, SOURCE, on_step=seen.append)
+        assert all(sandbox.removed for sandbox in self.started), "every container started is removed"
+        return report, seen
+
+
+def step(report: CheckReport, name: str) -> CheckStep:
+    return next(s for s in report.steps if s.name == name)
+
+
+def error_line(error: str) -> int:
+    match = re.match(rf"^{re.escape(SOURCE)}:(\d+): ", error)
+    assert match, error
+    return int(match.group(1))
+
+
+# -- the whole check ------------------------------------------------------------------------------------
+def test_a_good_problem_passes_every_step_in_order(settings, tiny, problem_yaml, make_body) -> None:
+    _problem, script = tiny
+    harness = Harness(settings, script, make_body)
+    report, seen = harness.check(problem_yaml)
+    assert report.ok, report.errors
+    assert [s.name for s in report.steps] == STEP_NAMES
+    assert seen == report.steps, "each step is reported as it finishes, in order"
+    assert report.problem_id == "tiny-problem" and report.version and len(report.version) == 16
+    assert "2 tests (1 visible), 1 pitfalls" in step(report, "schema").summary
+    assert step(report, "reference").summary.startswith("accepted: 2/2")
+    assert step(report, "starter").status == StepStatus.OK
+    assert step(report, "pitfalls").details == ["identity: fails 1 of 2 tests (1); first: test 1 'first', wrong answer"]
+    assert step(report, "tolerances").summary == "all-zeros fails 1 of 2 float tests; 1% noise fails 1 of 2"
+    assert 1 <= len(harness.started) <= 2
+    assert harness.calls[_problem.reference] == 2, "the reference runs twice"
+
+
+def test_the_two_reference_runs_use_two_sandboxes(settings, tiny, problem_yaml, make_body) -> None:
+    harness = Harness(settings, tiny[1], make_body)
+    harness.check(problem_yaml)
+    assert len(harness.started) == 2
+
+
+def test_an_invalid_file_starts_no_sandbox(settings, problem_yaml, mutate, line_of) -> None:
+    def start() -> None:
+        raise AssertionError("a file that does not validate must not reach a sandbox")
+
+    text = mutate(problem_yaml, "difficulty: easy", "difficulty: trivial")
+    with ProblemChecker(settings, start) as checker:  # type: ignore[arg-type]
+        report = checker.check_text(text, SOURCE)
+    assert not report.ok
+    schema = step(report, "schema")
+    assert schema.status == StepStatus.FAILED
+    [error] = schema.errors
+    assert error.startswith(f"{SOURCE}:{line_of(text, 'difficulty: trivial')}: difficulty: ")
+    assert [s.status for s in report.steps[1:]] == [StepStatus.SKIPPED] * 5
+
+
+def test_schema_only_stops_after_the_schema(settings, problem_yaml) -> None:
+    with ProblemChecker(settings, lambda: pytest.fail("no sandbox")) as checker:  # type: ignore[arg-type,return-value]
+        report = checker.check_text(problem_yaml, SOURCE, schema_only=True)
+    assert [s.name for s in report.steps] == ["schema"] and report.ok
+
+
+def test_a_reference_that_raises_names_the_reference_line(settings, tiny, problem_yaml, make_body, line_of) -> None:
+    problem, script = tiny
+    # The runner reports the line inside the submission (here the reference) that raised.
+    script[problem.reference] = lambda n: [{"out": f32(2, 2, 2)}, raised("boom", line=2)]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    assert not report.ok
+    reference = step(report, "reference")
+    assert reference.status == StepStatus.FAILED
+    [error] = reference.errors
+    assert error_line(error) == line_of(problem_yaml, "return 2 * x")
+    assert "reference: the reference fails test 2 'second': ValueError: boom" in error
+    assert [s.status for s in report.steps[2:]] == [StepStatus.SKIPPED] * 4
+
+
+def test_a_test_that_raises_in_its_own_code_names_that_line(settings, tiny, problem_yaml, make_body, line_of) -> None:
+    problem, script = tiny
+    trace = 'Traceback (most recent call last):\n  File "<test 1>", line 1, in __test__\nValueError: bad test\n'
+    script[problem.reference] = lambda n: [raised("bad test", traceback=trace), {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    [error] = step(report, "reference").errors
+    assert error_line(error) == line_of(problem_yaml, "double(torch.ones(3))")
+    assert ": tests.0.code: the reference fails test 1 'first'" in error
+
+
+def test_a_reference_that_times_out(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    timeout = RunnerTestHeader(index=0, status="timeout", time_ms=2000.0, message="time limit exceeded during test 1")
+    script[problem.reference] = lambda n: [timeout, {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    [error] = step(report, "reference").errors
+    assert "reference" in error and "time limit exceeded" in error and "(limit 2 s)" in error
+
+
+def test_a_reference_that_does_not_load(settings, tiny, problem_yaml, make_body, line_of) -> None:
+    problem, script = tiny
+    script[problem.reference] = lambda n: CompileHeader(status="compile_error", message="missing function: double")
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    [error] = step(report, "reference").errors
+    assert (
+        error == f"{SOURCE}:{line_of(problem_yaml, 'reference: |')}: reference: the reference does not load "
+        "(compile_error): missing function: double"
+    )
+
+
+def test_a_reference_that_differs_between_runs(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.reference] = lambda n: [{"out": f32(2, 2, 2 + n * 1e-5)}, {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    deterministic = step(report, "deterministic")
+    assert deterministic.status == StepStatus.FAILED
+    [error] = deterministic.errors
+    assert "reference: the reference gives different outputs on two runs: test 1 'first': out: values differ" in error
+    # The other steps still run: one check reports everything it can.
+    assert step(report, "pitfalls").status == StepStatus.OK
+
+
+def test_a_pitfall_that_passes_every_test_is_named(settings, tiny, problem_yaml, make_body, line_of) -> None:
+    problem, script = tiny
+    script[problem.pitfalls[0].code] = script[problem.reference]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    pitfalls = step(report, "pitfalls")
+    assert pitfalls.status == StepStatus.FAILED
+    assert pitfalls.errors == [
+        f"{SOURCE}:{line_of(problem_yaml, '- name: identity')}: pitfalls.0: pitfall 'identity' passes every test"
+    ]
+    assert pitfalls.summary == "0/1 fail at least one test"
+
+
+def test_a_pitfall_that_fails_with_an_error_first_is_a_warning(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.pitfalls[0].code] = lambda n: [raised("oops"), {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    pitfalls = step(report, "pitfalls")
+    assert pitfalls.status == StepStatus.OK
+    assert "first: test 1 'first', error" in pitfalls.details[0]
+    assert "first fails test 1 with error" in pitfalls.warnings[0]
+
+
+def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_yaml, make_body) -> None:
+    text = (
+        problem_yaml + "  - name: also identity\n    hint: Again.\n    code: |\n      def double(x):\n"
+        "          return x * 1\n"
+    )
+    problem = parse_problem(text, SOURCE)
+    script: dict[str, Outputs] = {
+        problem.reference: lambda n: [{"out": f32(2, 2, 2)}, {"out": f32(0, 0)}],
+        problem.starter_code: lambda n: [{"out": None}, {"out": None}],
+        problem.pitfalls[0].code: lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}],
+        problem.pitfalls[1].code: lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}],
+    }
+    report, _ = Harness(Settings(max_attempts=1), script, make_body).check(text)
+    pitfalls = step(report, "pitfalls")
+    assert pitfalls.status == StepStatus.OK
+    assert pitfalls.warnings == ["a submission that makes pitfall 'also identity' gets the hint of 'identity' instead"]
+
+
+def test_a_pitfall_that_does_not_load_is_an_error(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.pitfalls[0].code] = lambda n: CompileHeader(status="compile_error", message="missing function: x")
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    [error] = step(report, "pitfalls").errors
+    assert "pitfalls.0.code: pitfall 'identity' does not load" in error and "never be shown" in error
+
+
+def test_an_accepted_starter_code_is_an_error(settings, tiny, problem_yaml, make_body, line_of) -> None:
+    problem, script = tiny
+    script[problem.starter_code] = script[problem.reference]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    assert step(report, "starter").errors == [
+        f"{SOURCE}:{line_of(problem_yaml, 'starter_code: |')}: starter_code: the starter code is accepted; "
+        "it must fail a test"
+    ]
+
+
+def test_a_starter_code_that_does_not_load_is_an_error(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.starter_code] = lambda n: CompileHeader(status="runtime_error", error_type="ImportError")
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    [error] = step(report, "starter").errors
+    assert "starter_code: the starter code does not load (runtime_error" in error
+
+
+# -- tolerances ------------------------------------------------------------------------------------------
+def test_tolerances_looser_than_one_percent_fail(settings, tiny, problem_yaml, mutate, make_body, line_of) -> None:
+    text = mutate(problem_yaml, "rtol: 1.0e-5", "rtol: 0.05")
+    report, _ = Harness(settings, tiny[1], make_body).check(text)
+    tolerances = step(report, "tolerances")
+    assert tolerances.status == StepStatus.FAILED
+    [error] = tolerances.errors
+    assert error.startswith(f"{SOURCE}:{line_of(text, 'tests:')}: tests: the reference's answer with 1% relative noise")
+
+
+def test_all_zero_floats_fail_the_zeros_check(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.reference] = lambda n: [{"out": f32(0, 0, 0)}, {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    errors = step(report, "tolerances").errors
+    assert any("an all-zeros answer passes every test that returns floats" in e for e in errors)
+
+
+def test_no_float_outputs_skip_the_tolerance_check(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.reference] = lambda n: [{"out": 2}, {"out": 0}]
+    script[problem.pitfalls[0].code] = lambda n: [{"out": 1}, {"out": 0}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    assert step(report, "tolerances").status == StepStatus.SKIPPED
+    assert report.ok
+
+
+def test_has_floats() -> None:
+    assert has_floats(Tensor("float32", f32(1)))
+    assert has_floats({"a": [1, (2, 0.5)]})
+    assert not has_floats({"a": [1, True, "x", None, Tensor("int64", np.array([1]))]})
+    assert not has_floats(Tensor("float32", np.zeros((0, 3), dtype=np.float32)))
+
+
+def test_zeros_replace_floats_only() -> None:
+    value = {
+        "t": Tensor("float32", f32(1, -2)),
+        "n": 3,
+        "x": 1.5,
+        "flags": [True],
+        "ids": Tensor("int64", np.array([4])),
+    }
+    zeroed = zeros_like_floats(value)
+    assert zeroed["t"].dtype == "float32" and zeroed["t"].array.tolist() == [0, 0]
+    assert zeroed["x"] == 0.0 and zeroed["n"] == 3 and zeroed["flags"] == [True]
+    assert zeroed["ids"] is value["ids"]
+
+
+def test_noise_is_exactly_one_percent_relative_and_keeps_types() -> None:
+    array = np.linspace(-3, 3, 101)
+    value = (Tensor("float64", array), 2.0, [Tensor("float16", np.ones(4, dtype=np.float16))])
+    noisy = with_relative_noise(value, seed=7)
+    assert isinstance(noisy, tuple) and isinstance(noisy[2], list)
+    ratio = noisy[0].array[array != 0] / array[array != 0]
+    assert np.allclose(np.abs(ratio - 1), 0.01)
+    assert {round(float(r), 6) for r in ratio} == {0.99, 1.01}, "both signs occur"
+    assert noisy[1] in (2.0 * 0.99, 2.0 * 1.01)
+    assert noisy[2][0].array.dtype == np.float16
+    assert with_relative_noise(value, seed=7)[0].array.tolist() == noisy[0].array.tolist(), "seeded"
+
+
+@pytest.mark.parametrize(
+    ("indices", "text"), [([0], "1"), ([0, 1, 2], "1-3"), ([0, 2, 3, 4, 9], "1, 3-5, 10"), ([5, 1], "2, 6")]
+)
+def test_test_numbers_fold_runs(indices: list[int], text: str) -> None:
+    assert _numbers(indices) == text
+
+
+# -- sandboxes -------------------------------------------------------------------------------------------
+def test_no_sandbox_is_unavailable_not_the_problems_fault(settings, problem_yaml) -> None:
+    def start() -> None:
+        raise SandboxLost("no engine")
+
+    with ProblemChecker(settings, start) as checker, pytest.raises(SandboxUnavailable, match="no engine"):  # type: ignore[arg-type]
+        checker.check_text(problem_yaml, SOURCE)
+
+
+def test_a_module_that_kills_the_sandbox_every_time_is_blamed(settings, tiny, problem_yaml, make_body) -> None:
+    problem, script = tiny
+    script[problem.pitfalls[0].code] = lambda n: [SandboxLost("the sandbox container stopped")]
+    harness = Harness(settings, script, make_body)
+    report, _ = harness.check(problem_yaml)
+    assert step(report, "pitfalls").details == ["identity: fails 2 of 2 tests (1-2); first: test 1 'first', error"]
+    assert len(harness.started) >= 3, "a lost container is replaced"
