@@ -222,9 +222,9 @@ class Comparison:
 def comparison(details: dict[str, Any] | None, test_id: str) -> Comparison | None:
     if not details:
         return None
-    expected = details.get("expected") if isinstance(details.get("expected"), dict) else {}
-    got = details.get("got") if isinstance(details.get("got"), dict) else {}
-    assert isinstance(expected, dict) and isinstance(got, dict)
+    raw_expected, raw_got = details.get("expected"), details.get("got")
+    expected: dict[str, Any] = raw_expected if isinstance(raw_expected, dict) else {}
+    got: dict[str, Any] = raw_got if isinstance(raw_got, dict) else {}
     rtol, atol = details.get("rtol"), details.get("atol")
     fields = []
     for key, label in FIELDS:

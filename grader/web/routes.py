@@ -73,7 +73,6 @@ def _environment() -> Environment:
         submission_status=report.SUBMISSION_STATUS,
         test_status=report.TEST_STATUS,
         explanation=report.SUBMISSION_EXPLANATION,
-        final_statuses=sorted(s.value for s in FINAL),
     )
     env.filters.update(number=report.fmt_number, ms=report.fmt_ms, shape=report.fmt_shape)
     return env
@@ -146,6 +145,7 @@ def submission_page(submission_id: str, request: Request) -> HTMLResponse:
         (t.line for t in public.tests if t.visible and t.line and t.status != TestStatus.PASSED), None
     )
     problem_title = problem.problem.title if problem is not None else public.problem_id
+    all_skipped = bool(public.tests) and all(t.status == TestStatus.SKIPPED for t in public.tests)
     context = {
         "title": f"{report.SUBMISSION_STATUS[public.status].label} · {problem_title}",
         "submission": public,
@@ -154,15 +154,15 @@ def submission_page(submission_id: str, request: Request) -> HTMLResponse:
         "rows": rows,
         "tally": report.tally(rows),
         "final": public.status in FINAL,
-        "load_failed": public.status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR)
-        and bool(public.tests)
-        and all(t.status == "skipped" for t in public.tests),
+        "all_skipped": all_skipped,
+        # Nothing ran (compile error, an exception or a limit at import, the judge's failure): the message,
+        # line and traceback get a section of their own instead of a table of skipped tests.
+        "load_failed": public.status in FINAL - {Status.ACCEPTED} and (all_skipped or not public.tests),
         "comparisons": {
             row.position: report.comparison(row.test.details if row.test else None, str(row.position))
             for row in rows
             if row.has_details
         },
-        "highlight": highlight_python,
         "source_html": highlight_python(source, highlight_line=error_line, line_numbers=True),
         "error_line": error_line,
     }

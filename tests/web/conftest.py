@@ -109,11 +109,11 @@ def page(browser: Any, live_server: str, browser_log: BrowserLog) -> Iterator[An
     assert not browser_log.csp_violations, browser_log.csp_violations
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """A full-page screenshot kept as a test artifact (artifacts/ is gitignored)."""
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """A screenshot kept as a test artifact (artifacts/ is gitignored)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import CASES_DIR
@@ -303,4 +304,29 @@ def test_pages_fit_a_phone_screen(page: Any) -> None:
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, (path, overflow)
     page.goto("/problems/embedding-layer")
-    screenshot(page, "problem-phone")
+    screenshot(page, "problem-phone", full_page=False)
+
+
+def test_lists_catch_up_with_verdicts_that_came_after_the_tab_closed(
+    page: Any, live_server: str, browser_log: BrowserLog
+) -> None:
+    created = httpx.post(
+        f"{live_server}/api/submissions?wait=60",
+        json={"problem_id": "embedding-layer", "source": "x = 1\n"},
+        timeout=90,
+    ).json()
+    assert created["status"] == "compile_error"
+    page.goto("/")
+    stored = [
+        {"id": created["id"], "problem_id": "embedding-layer", "problem_title": "Embedding Layer", "status": "running"},
+        {"id": "f" * 32, "problem_id": "embedding-layer", "problem_title": "Embedding Layer", "status": "queued"},
+    ]
+    page.evaluate("entries => localStorage.setItem('torchjudge.submissions.v1', JSON.stringify(entries))", stored)
+    page.reload()
+    recent = page.locator("[data-recent-list] li")
+    recent.filter(has_text="Compile error").wait_for()
+    assert recent.count() == 1  # the one the server does not know is dropped
+    assert "Attempted 1 time" in page.locator('[data-progress-for="embedding-layer"]').inner_text()
+    # The browser logs the expected 404 of the unknown submission; nothing else may have failed.
+    assert browser_log.errors == ["Failed to load resource: the server responded with a status of 404 (Not Found)"]
+    browser_log.errors.clear()

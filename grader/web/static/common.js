@@ -174,10 +174,45 @@ export function renderRelativeTimes(root = document) {
   }
 }
 
+/** Asks the API about submissions this browser left before their verdict came (a closed tab). */
+async function refreshUnfinished() {
+  const unfinished = loadSubmissions()
+    .filter((entry) => !FINAL.has(entry.status))
+    .slice(0, 10);
+  let changed = false;
+  await Promise.all(
+    unfinished.map(async (entry) => {
+      try {
+        const response = await fetch(`/api/submissions/${encodeURIComponent(entry.id)}`, {
+          headers: { Accept: "application/json" },
+        });
+        if (response.status === 404) {
+          // The server no longer knows it (a fresh database): it is not this browser's to show.
+          saveSubmissions(loadSubmissions().filter((item) => item.id !== entry.id));
+          changed = true;
+          return;
+        }
+        if (!response.ok) return;
+        const verdict = await response.json();
+        if (verdict.status !== entry.status) {
+          changed = updateSubmission(entry.id, { status: verdict.status, score: verdict.score }) || changed;
+        }
+      } catch {
+        // offline: keep what is stored
+      }
+    }),
+  );
+  if (changed) {
+    renderRecentLists();
+    renderProgress();
+  }
+}
+
 export function renderBrowserState() {
   renderRecentLists();
   renderProgress();
   renderRelativeTimes();
+  refreshUnfinished();
 }
 
 // Another tab submitted or finished something: keep this one's lists current.
