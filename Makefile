@@ -1,4 +1,4 @@
-.PHONY: setup run test bench lint clean
+.PHONY: setup run test bench load e2e-compose lint clean
 
 setup:
 	@scripts/setup.sh
@@ -11,6 +11,14 @@ test: setup
 
 bench: setup
 	.venv/bin/python bench/bench.py
+
+# Celery mode under load: 1,000 submissions from 32 clients, a worker killed with -9 halfway.
+load: setup
+	.venv/bin/python bench/load.py
+
+# docker-compose.yml end to end: images, up, grade one submission through it, down.
+e2e-compose: setup
+	scripts/e2e-compose.sh
 
 lint: setup
 	.venv/bin/ruff check grader sandbox tests

@@ -27,6 +27,8 @@ def _serve(args: argparse.Namespace) -> int:
         create_app(settings),
         host=args.host or settings.host,
         port=args.port or settings.port,
+        # Open event streams would otherwise hold a shutdown until their submissions finish.
+        timeout_graceful_shutdown=5,
         log_level=settings.log_level.lower(),
         log_config=None,  # uvicorn's records go through the root logger: one format (GRADER_LOG_FORMAT) for all
     )

@@ -95,7 +95,7 @@ def configure_logging(log_format: str = "text", level: str = "INFO") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "celery", "alembic"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "celery"):
         named = logging.getLogger(name)
         named.handlers.clear()
         named.propagate = True

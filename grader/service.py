@@ -68,24 +68,53 @@ class Notifier:
 
 
 class _ProgressWriter:
-    """Stores tests as they land, batched: one commit per PROGRESS_INTERVAL_S at most, so a fast
-    submission costs one write at the end while a slow one still shows progress test by test.
-    Keyed by test index, so a retried attempt overwrites what an earlier one had stored."""
+    """Stores tests as they land, batched: at most one commit per PROGRESS_INTERVAL_S, so a fast
+    submission costs one write at the end while a slow one still shows each test soon after it
+    finishes (a timer writes what is pending when no further test lands in time). Keyed by test
+    index, so a retried attempt overwrites what an earlier one had stored."""
 
     def __init__(self, service: Service, submission_id: str) -> None:
         self.service = service
         self.submission_id = submission_id
         self.results: dict[int, TestResult] = {}
         self.last_flush = time.monotonic()
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._dirty = False
+        self._closed = False
 
     def __call__(self, result: TestResult) -> None:
-        self.results[result.index] = result
-        if time.monotonic() - self.last_flush >= PROGRESS_INTERVAL_S:
+        with self._lock:
+            self.results[result.index] = result
+            self._dirty = True
+            wait = PROGRESS_INTERVAL_S - (time.monotonic() - self.last_flush)
+            if wait > 0:
+                if self._timer is None:
+                    self._timer = threading.Timer(wait, self.flush)
+                    self._timer.daemon = True
+                    self._timer.start()
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self._dirty or self._closed:
+                return
             ordered = [self.results[index] for index in sorted(self.results)]
             with self.service.db.session() as session:
                 crud.record_progress(session, submission_id=self.submission_id, results=ordered)
+            self._dirty = False
             self.last_flush = time.monotonic()
-            self.service.notifier.notify(self.submission_id)
+        self.service.notifier.notify(self.submission_id)
+
+    def close(self) -> None:
+        """The verdict is about to be stored with every test: nothing more to write."""
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
 
 class ProblemConflict(Exception):
@@ -170,6 +199,8 @@ class Service:
         if self.pool.image_id is None:
             return
         for problem in self.registry.all():
+            if self._stopping.is_set():
+                return
             try:
                 self.expected.get(problem, self.pool.image_id, self.pool.fresh)
             except Exception as exc:  # reported again, as internal_error, to whoever submits
@@ -232,13 +263,17 @@ class Service:
 
     def reap_expired_leases(self) -> int:
         """Queues again, and sends again, every submission whose holder let its lease run out; how many."""
+        redispatch_after_s = self.settings.redispatch_after_s
         with self.db.session() as session:
-            expired = crud.expired_leases(session)
+            expired = crud.expired_leases(session, unleased_after_s=redispatch_after_s)
         requeued = 0
         for submission_id, status in expired:
             with self.db.session() as session:
                 if not crud.requeue_expired(
-                    session, submission_id=submission_id, lease_s=self.settings.redispatch_after_s
+                    session,
+                    submission_id=submission_id,
+                    lease_s=redispatch_after_s,
+                    unleased_after_s=redispatch_after_s,
                 ):
                     continue  # another worker's reaper, or a worker taking it, came first
             requeued += 1
@@ -328,7 +363,10 @@ class Service:
             raise KeyError(problem_id)
         with self.db.session() as session:
             count, to_queue = crud.requeue_problem_submissions(
-                session, problem_id=problem_id, problem_version=problem.version
+                session,
+                problem_id=problem_id,
+                problem_version=problem.version,
+                dispatch_lease_s=self.settings.redispatch_after_s,
             )
         log.info("regrading %d submissions of %s against version %s", count, problem_id, problem.version)
         if to_queue:
@@ -378,7 +416,10 @@ class Service:
                     verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
                 else:
                     landed = _ProgressWriter(self, submission_id)
-                    verdict = self.grader.grade_submission(problem, source, on_test=landed)
+                    try:
+                        verdict = self.grader.grade_submission(problem, source, on_test=landed)
+                    finally:
+                        landed.close()
             except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
                 log.exception("grading %s crashed", submission_id)
                 verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the images docker-compose.yml runs, offline (no registry answers on these machines):
 #   torchjudge-service   Dockerfile: the API and the workers
-#   torchjudge-redis     docker/redis.Dockerfile: Debian's redis-server
-#   torchjudge-postgres  docker/postgres.Dockerfile: Debian's postgresql-15
+#   torchjudge-redis     compose/redis.Dockerfile: Debian's redis-server
+#   torchjudge-postgres  compose/postgres.Dockerfile: Debian's postgresql-15
 # Debian packages are fetched by apt in a throwaway debian:bookworm-slim container and Python packages
 # come from a wheelhouse prepared here on the host; `docker build` itself runs with --network none.
 # Each image is skipped when one built from the same inputs exists. The sandbox image is built by
@@ -52,20 +52,20 @@ current() {
 }
 
 # -- torchjudge-redis ----------------------------------------------------------------------------------
-hash=$(inputs_hash docker/redis.Dockerfile)
+hash=$(inputs_hash compose/redis.Dockerfile)
 if [ "$(current torchjudge-redis)" != "$hash" ]; then
     echo "==> building torchjudge-redis"
     fetch_debs "$cache/redis/debs" redis-server
-    build torchjudge-redis "$cache/redis" docker/redis.Dockerfile "$hash"
+    build torchjudge-redis "$cache/redis" compose/redis.Dockerfile "$hash"
 fi
 
 # -- torchjudge-postgres -------------------------------------------------------------------------------
-hash=$(inputs_hash docker/postgres.Dockerfile docker/postgres-entrypoint.sh)
+hash=$(inputs_hash compose/postgres.Dockerfile compose/postgres-entrypoint.sh)
 if [ "$(current torchjudge-postgres)" != "$hash" ]; then
     echo "==> building torchjudge-postgres"
     fetch_debs "$cache/postgres/debs" postgresql-15
-    cp docker/postgres-entrypoint.sh "$cache/postgres/"
-    build torchjudge-postgres "$cache/postgres" docker/postgres.Dockerfile "$hash"
+    cp compose/postgres-entrypoint.sh "$cache/postgres/"
+    build torchjudge-postgres "$cache/postgres" compose/postgres.Dockerfile "$hash"
 fi
 
 # -- torchjudge-service --------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ fi
 # Python itself: Debian's python3 packages, resolved by apt in a throwaway container.
 if ! ls "$ctx/debs/"python3.11-minimal_*.deb >/dev/null 2>&1; then
     mkdir -p "$ctx/debs"
-    docker run --rm -v "$PWD/$ctx/debs:/debs" debian:bookworm-slim sh -c '
+    docker run --rm --network host -v "$PWD/$ctx/debs:/debs" debian:bookworm-slim sh -c '
         apt-get update -qq &&
         apt-get install -y -qq --no-install-recommends --download-only \
             -o Dir::Cache::archives=/debs python3 >/dev/null &&

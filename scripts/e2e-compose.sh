@@ -45,8 +45,20 @@ healthy() {  # healthy SERVICE COUNT
     done
     [ "$count" -ge "$2" ]
 }
+crashed() {  # a container that exited or restarted will not get healthy: fail now, with its logs
+    local id
+    for id in $(dc ps -q); do
+        [ "$(docker inspect -f '{{ .RestartCount }} {{ .State.Status }}' "$id")" = "0 running" ] || return 0
+    done
+    return 1
+}
 started=$(date +%s)
 until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker 2; do
+    if crashed; then
+        echo "a service crashed" >&2
+        dc ps >&2
+        exit 1
+    fi
     if [ $(($(date +%s) - started)) -gt 300 ]; then
         echo "the stack was not healthy within 300 s" >&2
         dc ps >&2

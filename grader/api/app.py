@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -170,6 +170,13 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     async def create_submission(
         request: Request,
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+        idempotency: Annotated[
+            str | None,
+            Header(
+                alias="Idempotency-Key",
+                description="a retry with the same key (per API key) returns the submission the first try made",
+            ),
+        ] = None,
     ) -> Response:
         """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
         API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
@@ -179,7 +186,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         except HTTPException:
             service.metrics.refused.labels("unauthorized").inc()
             raise
-        stored_idempotency_key = idempotency_key(request, submitter)
+        stored_idempotency_key = idempotency_key(idempotency, submitter)
         # The body is parsed here rather than by FastAPI so that every malformed body, non-UTF-8
         # bytes included, gets the same clear 422.
         raw = await request.body()

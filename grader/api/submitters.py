@@ -86,9 +86,8 @@ def check_rate(session: Session, submitter: Submitter, per_minute: int) -> None:
     )
 
 
-def idempotency_key(request: Request, submitter: Submitter) -> str | None:
-    """The stored form of the request's Idempotency-Key: scoped to the API key, hashed to a fixed length."""
-    raw = request.headers.get("idempotency-key")
+def idempotency_key(raw: str | None, submitter: Submitter) -> str | None:
+    """The stored form of a request's Idempotency-Key: scoped to the API key, hashed to a fixed length."""
     if raw is None:
         return None
     raw = raw.strip()

@@ -11,6 +11,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 
 import docker
 
@@ -33,6 +34,9 @@ class SandboxPool:
         self._closed = False
         self.last_error: str | None = None
         self.image_id: str | None = None
+        # Containers handed out by fresh(): their users remove them, but a process stopping meanwhile
+        # (its daemon threads just end) would leave them running; close() removes what is left.
+        self._fresh: weakref.WeakSet[SandboxContainer] = weakref.WeakSet()
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,6 +124,7 @@ class SandboxPool:
         if self.client is None or self.image_id is None:
             raise SandboxLost(self.last_error or "the sandbox engine is not available")
         container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
+        self._fresh.add(container)
         container.start()
         return container
 
@@ -146,3 +151,5 @@ class SandboxPool:
                 self._idle.get_nowait().remove()
             except queue.Empty:
                 break
+        for container in list(self._fresh):
+            container.remove()

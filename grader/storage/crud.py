@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -142,31 +142,37 @@ def set_dispatch_lease(session: Session, *, submission_ids: list[str], lease_s: 
     session.commit()
 
 
-def expired_leases(session: Session, *, limit: int = 500) -> list[tuple[str, str]]:
-    """Queued or running submissions whose holder let the lease run out: (id, status), oldest first."""
+def _lapsed(now: datetime, unleased_before: datetime) -> ColumnElement[bool]:
+    """Queued or running, and no holder: its lease ran out, or it never got one (stored by an API that
+    died before sending it) and has waited since before `unleased_before`."""
+    return and_(
+        Submission.status.in_((Status.QUEUED.value, Status.RUNNING.value)),
+        or_(
+            Submission.lease_expires_at < now,
+            and_(Submission.lease_expires_at.is_(None), Submission.created_at < unleased_before),
+        ),
+    )
+
+
+def expired_leases(session: Session, *, unleased_after_s: float, limit: int = 500) -> list[tuple[str, str]]:
+    """Queued or running submissions that nobody holds any more: (id, status), oldest first."""
+    now = utcnow()
     rows = session.execute(
         select(Submission.id, Submission.status)
-        .where(
-            Submission.status.in_((Status.QUEUED.value, Status.RUNNING.value)),
-            Submission.lease_expires_at < utcnow(),
-        )
+        .where(_lapsed(now, now - timedelta(seconds=unleased_after_s)))
         .order_by(Submission.created_at)
         .limit(limit)
     )
     return [(row[0], row[1]) for row in rows]
 
 
-def requeue_expired(session: Session, *, submission_id: str, lease_s: float) -> bool:
-    """Puts a submission whose lease ran out back to queued with a new dispatch lease; True if this call
-    did it (several reapers may see the same expired lease: one wins)."""
+def requeue_expired(session: Session, *, submission_id: str, lease_s: float, unleased_after_s: float) -> bool:
+    """Puts a submission nobody holds back to queued with a new dispatch lease; True if this call did it
+    (several reapers may see the same lapsed lease: one wins)."""
     now = utcnow()
     requeued = session.execute(
         update(Submission)
-        .where(
-            Submission.id == submission_id,
-            Submission.status.in_((Status.QUEUED.value, Status.RUNNING.value)),
-            Submission.lease_expires_at < now,
-        )
+        .where(Submission.id == submission_id, _lapsed(now, now - timedelta(seconds=unleased_after_s)))
         .values(status=Status.QUEUED.value, tests=[], lease_expires_at=now + timedelta(seconds=lease_s))
         .execution_options(synchronize_session=False)
     )
@@ -283,11 +289,14 @@ def delete_submission(session: Session, *, submission_id: str) -> None:
         session.commit()
 
 
-def requeue_problem_submissions(session: Session, *, problem_id: str, problem_version: str) -> tuple[int, list[str]]:
+def requeue_problem_submissions(
+    session: Session, *, problem_id: str, problem_version: str, dispatch_lease_s: float | None = None
+) -> tuple[int, list[str]]:
     """Resets every submission of a problem to queued (verdict and tests cleared) for a regrade.
 
     Returns how many were reset and the ids to put on the queue: those that were not already queued
-    (a queued one is on the queue already, or goes back on it at start-up)."""
+    (a queued one is on the queue already, or goes back on it at start-up). Those get a fresh dispatch
+    lease, so that a Celery reaper does not take a lease left over from their last grading for a lost one."""
     submissions = session.scalars(
         select(Submission).where(Submission.problem_id == problem_id).order_by(Submission.created_at)
     ).all()
@@ -295,6 +304,8 @@ def requeue_problem_submissions(session: Session, *, problem_id: str, problem_ve
     for submission in submissions:
         if submission.status != Status.QUEUED.value:
             to_queue.append(submission.id)
+            if dispatch_lease_s is not None:
+                submission.lease_expires_at = utcnow() + timedelta(seconds=dispatch_lease_s)
         submission.status = Status.QUEUED.value
         submission.problem_version = problem_version
         submission.score = 0.0

@@ -18,15 +18,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect, text
-from sqlalchemy.engine import Engine
+# Alembic tells at INFO what it does at every start, plugin by plugin from the moment it is imported;
+# this module logs what matters (a migration, a stamp) itself.
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
-from grader.storage.db import Base
+from alembic import command  # noqa: E402
+from alembic.autogenerate import compare_metadata  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
+from sqlalchemy import Connection, inspect, text  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+
+from grader.storage.db import Base  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import docker
@@ -24,7 +25,7 @@ from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher, worker_setting
 from grader.sandbox.container import LABEL, owner_label
 from grader.service import Service
 from grader.storage import crud
-from grader.storage.db import Database
+from grader.storage.db import Database, utcnow
 from grader.storage.migrate import upgrade_to_head
 from tests.conftest import PROBLEMS_DIR, make_settings
 from tests.services import (
@@ -212,8 +213,9 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
 
 
 def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env: tuple[dict[str, str], str]) -> None:
-    """The reaper on its own: a running submission whose lease lapsed, and a queued one whose message
-    was never picked up, both go back to queued with a fresh message on the broker."""
+    """The reaper on its own: a running submission whose lease lapsed, a queued one whose message was
+    never picked up, and an old one that never got a message (its API died between storing and
+    sending) go back to queued with a fresh message on the broker; live and recent ones stay."""
     env, url = celery_env
     settings = make_settings(tmp_path, queue="celery", database_url=url, celery_queue=env["GRADER_CELERY_QUEUE"])
     service = Service(settings, role="worker")  # not started: no pool; only the reaper is exercised
@@ -223,18 +225,26 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             lost = crud.create_submission(session, problem_id="embedding-layer", problem_version="v", source=SLOW).id
             unsent = crud.create_submission(session, problem_id="embedding-layer", problem_version="v", source=SLOW).id
             live = crud.create_submission(session, problem_id="embedding-layer", problem_version="v", source=SLOW).id
+            orphan = crud.create_submission(session, problem_id="embedding-layer", problem_version="v", source=SLOW)
+            just_stored = crud.create_submission(
+                session, problem_id="embedding-layer", problem_version="v", source=SLOW
+            )
+            orphan.created_at = utcnow() - timedelta(seconds=settings.redispatch_after_s + 1)
+            session.commit()
             assert crud.mark_running(session, submission_id=lost, lease_s=0.05) is not None
             crud.set_dispatch_lease(session, submission_ids=[unsent], lease_s=0.05)
             assert crud.mark_running(session, submission_id=live, lease_s=60) is not None
         time.sleep(0.2)
-        assert service.reap_expired_leases() == 2
+        assert service.reap_expired_leases() == 3
         assert service.reap_expired_leases() == 0  # their new dispatch leases are live
         with service.db.session() as session:
             assert crud.get_submission(session, submission_id=lost).status == Status.QUEUED  # type: ignore[union-attr]
             assert crud.get_submission(session, submission_id=unsent).status == Status.QUEUED  # type: ignore[union-attr]
             assert crud.get_submission(session, submission_id=live).status == Status.RUNNING  # type: ignore[union-attr]
+            assert crud.get_submission(session, submission_id=orphan.id).lease_expires_at is not None  # type: ignore[union-attr]
+            assert crud.get_submission(session, submission_id=just_stored.id).lease_expires_at is None  # type: ignore[union-attr]
         broker = redis.Redis.from_url(REDIS_URL)
-        assert broker.llen(f"{settings.celery_queue}:{settings.celery_queue}") == 2
+        assert broker.llen(f"{settings.celery_queue}:{settings.celery_queue}") == 3
         broker.close()
     finally:
         service.queue.stop()
