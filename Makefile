@@ -1,4 +1,4 @@
-.PHONY: setup run test bench load e2e-compose lint clean
+.PHONY: setup setup-test run test bench load e2e-compose lint clean
 
 setup:
 	@scripts/setup.sh
@@ -6,14 +6,17 @@ setup:
 run: setup
 	.venv/bin/grader serve
 
-test: setup
+setup-test:
+	@scripts/setup-test.sh
+
+test: setup-test
 	.venv/bin/pytest
 
 bench: setup
 	.venv/bin/python bench/bench.py
 
 # Celery mode under load: 1,000 submissions from 32 clients, a worker killed with -9 halfway.
-load: setup
+load: setup-test
 	.venv/bin/python bench/load.py
 
 # docker-compose.yml end to end: images, up, grade one submission through it, down.

@@ -16,8 +16,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-scripts/ensure-chromium.sh
 scripts/ensure-docker.sh
 scripts/ensure-base-image.sh
 scripts/build-sandbox-image.sh
-scripts/ensure-services.sh
