@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import select
 import socket
 import struct
@@ -73,6 +74,35 @@ def owner_label(settings: Settings) -> str:
     return hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
 
 
+def ipc_sysctls(settings: Settings) -> dict[str, str]:
+    """Limits of the container's private IPC namespace. SysV shared memory is not a file: without
+    these it could hold all the container's memory, and outlive the process that made it, so that the
+    OOM killer, with no child left to pick, would take the runner. Capped like the scratch tmpfs, and
+    destroyed when its last user detaches or dies (shm_rmid_forced)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    shm_bytes = settings.sandbox_tmpfs_mb * 1024 * 1024
+    return {
+        "kernel.shm_rmid_forced": "1",
+        "kernel.shmmax": str(shm_bytes),
+        "kernel.shmall": str(shm_bytes // page),
+        "kernel.shmmni": "64",
+        "kernel.msgmni": "16",
+        "kernel.msgmnb": "65536",
+        "fs.mqueue.queues_max": "16",
+    }
+
+
+def is_gvisor(runtime: str) -> bool:
+    return "runsc" in runtime or "gvisor" in runtime
+
+
+# Under gVisor the host's limits see the runtime, not the processes inside: its own threads count
+# against --pids-limit (the runner bounds the submission's tasks itself), and its memory holds the
+# files it has read (torch's libraries) on top of the processes' memory.
+GVISOR_PIDS_FACTOR = 8
+GVISOR_EXTRA_MEMORY_MB = 1024
+
+
 def docker_client() -> docker.DockerClient:
     return docker.from_env(version="auto", timeout=60)
 
@@ -94,7 +124,12 @@ class SandboxContainer:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         settings = self.settings
-        memory = (settings.default_memory_mb + settings.sandbox_memory_overhead_mb) * 1024 * 1024
+        memory_mb = settings.default_memory_mb + settings.sandbox_memory_overhead_mb
+        pids_limit = settings.sandbox_pids_limit
+        if is_gvisor(settings.sandbox_runtime):
+            memory_mb += GVISOR_EXTRA_MEMORY_MB
+            pids_limit *= GVISOR_PIDS_FACTOR
+        memory = memory_mb * 1024 * 1024
         api = self.client.api
         host_config = api.create_host_config(
             network_mode="none",
@@ -102,7 +137,7 @@ class SandboxContainer:
             tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={settings.sandbox_tmpfs_mb}m,mode=1777"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            pids_limit=settings.sandbox_pids_limit,
+            pids_limit=pids_limit,
             mem_limit=memory,
             memswap_limit=memory,
             nano_cpus=int(settings.sandbox_cpus * 1e9),
@@ -111,6 +146,10 @@ class SandboxContainer:
             ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
             runtime=settings.sandbox_runtime,
             ipc_mode="private",
+            sysctls=ipc_sysctls(settings),
+            # When the grader goes away (even by kill -9) the attach stream closes, the runner sees
+            # EOF on stdin and exits; the engine then removes the container, so none is left behind.
+            auto_remove=True,
         )
         try:
             created = api.create_container(

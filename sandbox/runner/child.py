@@ -12,6 +12,7 @@ import ctypes
 import json
 import linecache
 import math
+import mmap
 import os
 import random
 import resource
@@ -22,6 +23,7 @@ import types
 
 import frames
 import numpy as np
+import seccomp
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -81,20 +83,44 @@ def _is_memory_failure(exc: BaseException) -> bool:
     return False
 
 
-def _data_segment_bytes() -> int:
+ADDRESS_SPACE_SLACK = 512 * 1024 * 1024  # thread stacks and allocator reservations, where RLIMIT_AS is used
+M_ARENA_MAX = -8
+
+
+def _status_bytes(field: str) -> int:
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmData:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
 
 
-def _apply_limits(limits: dict, test_count: int) -> None:
+def _data_limit_enforced(memory: int) -> bool:
+    """Whether the kernel applies RLIMIT_DATA to anonymous mappings (Linux >= 4.7 does; gVisor does not)."""
+    try:
+        probe = mmap.mmap(-1, memory + (64 << 20), flags=mmap.MAP_PRIVATE)
+    except (OSError, ValueError, OverflowError):
+        return True
+    probe.close()
+    return False
+
+
+def _apply_limits(limits: dict, test_count: int, protected: tuple[int, ...]) -> None:
     memory = int(limits["memory_mb"]) * 1024 * 1024
     # RLIMIT_DATA counts private anonymous mappings too (Linux >= 4.7), so torch's large
     # allocations fail with an allocator error instead of growing past the limit.
-    data = _data_segment_bytes() + memory
+    data = _status_bytes("VmData") + memory
     resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+    if not _data_limit_enforced(memory):
+        # Under gVisor an allocation past the container's memory would take the whole sandbox down
+        # (the host sees one process): bound the address space instead, with room for thread stacks,
+        # and at most two malloc arenas (each reserves 64 MiB of address space).
+        try:
+            ctypes.CDLL(None).mallopt(M_ARENA_MAX, 2)
+        except (OSError, AttributeError):
+            pass
+        space = _status_bytes("VmSize") + memory + ADDRESS_SPACE_SLACK
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
     cpu = int(math.ceil(float(limits["time_s"]) * (test_count + 2) + 5))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -109,6 +135,9 @@ def _apply_limits(limits: dict, test_count: int) -> None:
             adj.write("1000")
     except OSError:
         pass
+    # Last: from here on the child cannot signal, trace or re-limit the runner and the zygote, nor
+    # make SysV IPC objects, keys or namespaces (seccomp.py). Nothing it starts can lift it.
+    seccomp.install(protected)
 
 
 def _isolate(cmd_r: int, res_w: int, out_w: int) -> None:
@@ -209,7 +238,7 @@ def _run_test(index: int, seed: int, code: str, entry_points: dict, max_result: 
         return {"status": status, **_describe(exc)}, b""
 
 
-def child_main(cmd_r: int, res_w: int, out_w: int) -> None:
+def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = ()) -> None:
     """Never returns: the child leaves through os._exit so no atexit hook of the submission runs."""
     _isolate(cmd_r, res_w, out_w)
     try:
@@ -219,7 +248,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int) -> None:
         job = json.loads(body)
     except (EOFError, frames.FrameError, ValueError, OSError):
         os._exit(3)
-    _apply_limits(job["limits"], len(job["tests"]))
+    _apply_limits(job["limits"], len(job["tests"]), protected)
     entry_points, failure = _load_submission(job)
     _send(res_w, frames.CHILD_COMPILE, failure or {"status": "ok"})
     if failure is not None:

@@ -1,9 +1,11 @@
 """The long-lived runner inside a sandbox container.
 
-It imports torch once, warms it up, then serves jobs read from stdin: for each job it hands the
-submission to a forked child (forked ahead of time, while the container waits), runs the tests one
-at a time under a wall-clock limit it enforces itself with SIGKILL, and writes one frame per
-test to its private copy of stdout. A test that hangs or crashes is charged to that test alone:
+The container's first process imports torch once, warms it up, and becomes the zygote (zygote.py):
+PID 1, which never sees a job, forks the runner and then every child on the runner's request, so no
+child ever holds a copy of a job that is not its own. The runner serves jobs read from stdin: for
+each job it hands the submission to a child (forked ahead of time, while the container waits), runs
+the tests one at a time under a wall-clock limit it enforces itself with SIGKILL, and writes one
+frame per test to its private copy of stdout. A test that hangs or crashes is charged to that test alone:
 the remaining tests run in a fresh child. After each job every other process is killed and the
 scratch space is wiped, so nothing one submission leaves behind reaches the next.
 """
@@ -11,13 +13,12 @@ scratch space is wiped, so nothing one submission leaves behind reaches the next
 from __future__ import annotations
 
 import ctypes
-import gc
 import fcntl
+import gc
 import json
 import math
 import os
 import selectors
-import shutil
 import signal
 import stat
 import sys
@@ -36,6 +37,7 @@ torch.set_num_interop_threads(1)
 import child  # noqa: E402
 import frames  # noqa: E402
 import values  # noqa: E402
+import zygote  # noqa: E402
 
 # Every place a process in this read-only container can write; wiped after each job.
 SCRATCH_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
@@ -44,6 +46,11 @@ FORK_RETRIES = 50
 READ_CHUNK = 1 << 16
 MAX_JOB_BYTES = 16 * 1024 * 1024
 RUNNER_STATUSES = {"ok", "error", "memory", "output"}
+# Processes and threads a submission may have at once. Below the container's --pids-limit (which
+# counts the runner and the zygote too), and the only such limit under gVisor, where the host's pids
+# limit counts the runtime's own threads and an exhausted one takes the whole sandbox down.
+MAX_TASKS = 96
+TASK_POLL_S = 0.05
 
 
 def _warm_up() -> None:
@@ -78,26 +85,21 @@ def _oom_kills() -> int:
 
 
 class Child:
-    """One forked child and the three pipes that connect it to the runner."""
+    """One child, forked by the zygote (never by the runner, whose memory holds jobs), and the three
+    pipes that connect it to the runner."""
 
-    def __init__(self) -> None:
-        cmd_r, self.cmd_w = os.pipe()
-        self.res_r, res_w = os.pipe()
-        self.out_r, out_w = os.pipe()
-        pid = _fork()
-        if pid == 0:
-            try:
-                os.close(self.cmd_w)
-                os.close(self.res_r)
-                os.close(self.out_r)
-                child.child_main(cmd_r, res_w, out_w)
-            finally:
-                os._exit(70)
-        self.pid = pid
+    def __init__(self, forker: zygote.ZygoteClient) -> None:
+        self.forker = forker
+        cmd_r, self.cmd_w = os.pipe2(os.O_CLOEXEC)
+        self.res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        self.out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self.pid = _fork_child(forker, (cmd_r, res_w, out_w))
+        finally:
+            for fd in (cmd_r, res_w, out_w):
+                os.close(fd)
         self.exit_status: int | None = None
         self.killed_by_runner = False
-        for fd in (cmd_r, res_w, out_w):
-            os.close(fd)
         for fd in (self.res_r, self.out_r):
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
@@ -119,13 +121,10 @@ class Child:
             self.reap(block=True)
 
     def reap(self, block: bool) -> bool:
+        """True once the child has ended (its parent, the zygote, reports the wait status)."""
         if self.exit_status is None:
-            try:
-                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
-            except ChildProcessError:
-                self.exit_status = -1
-                return True
-            if pid == 0:
+            status = self.forker.exit_status(self.pid, block)
+            if status is None:
                 return False
             self.exit_status = status
         return True
@@ -177,13 +176,24 @@ class Child:
         selector = selectors.DefaultSelector()
         selector.register(self.res_r, selectors.EVENT_READ, "res")
         selector.register(self.out_r, selectors.EVENT_READ, "out")
+        next_census = time.monotonic() + TASK_POLL_S
         try:
             while True:
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
                     self.kill()
                     return {"status": "timeout", "message": f"time limit exceeded during {phase}"}, b""
-                for key, _ in selector.select(remaining):
+                if now >= next_census:
+                    next_census = now + TASK_POLL_S
+                    if _submission_tasks() > MAX_TASKS:
+                        self.kill()
+                        return {
+                            "status": "error",
+                            "error_type": "Resources",
+                            "message": f"more than {MAX_TASKS} processes and threads at once during {phase}",
+                        }, b""
+                for key, _ in selector.select(min(remaining, TASK_POLL_S)):
                     try:
                         data = os.read(key.fd, READ_CHUNK)
                     except BlockingIOError:
@@ -228,7 +238,8 @@ class Child:
 
 
 class Runner:
-    def __init__(self) -> None:
+    def __init__(self, forker: zygote.ZygoteClient) -> None:
+        self.forker = forker
         # The frame channel is a private copy of stdout; fds 1 and 2 are pointed at /dev/null so a
         # stray print from a library cannot corrupt a frame.
         self.channel = os.dup(1)
@@ -243,7 +254,7 @@ class Runner:
 
     def take_child(self) -> Child:
         spare, self.spare = self.spare, None
-        return spare if spare is not None else Child()
+        return spare if spare is not None else Child(self.forker)
 
     def run_job(self, job: dict) -> None:
         limits = job["limits"]
@@ -330,25 +341,29 @@ class Runner:
                 proc.close()
 
     def cleanup(self) -> bool:
-        """Kills every process but the runner and init, wipes scratch space; True when all is clean."""
+        """Kills every process but the runner and the zygote, wipes scratch space; True when all is clean.
+        Never raises: whatever a submission left that cannot be removed makes the container unclean
+        (and so replaced), not the runner dead."""
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
-            _kill_others()
-            _reap_all()
-            _remove_sysv_ipc()
-            for directory in SCRATCH_DIRS:
-                _wipe(directory)
-            others = [p for p in _listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            if not others and not any(_listdir(directory) for directory in SCRATCH_DIRS) and not _sysv_ipc_left():
-                return True
+            try:
+                _kill_others()
+                _remove_sysv_ipc()
+                for directory in SCRATCH_DIRS:
+                    _wipe(directory, deadline)
+                others = [p for p in _listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+                if not others and not any(_listdir(d) for d in SCRATCH_DIRS) and not _sysv_ipc_left():
+                    return True
+            except Exception:  # noqa: BLE001 - see the docstring
+                pass
             time.sleep(0.02)
         return False
 
     def serve(self) -> None:
         _protect_runner()
-        _warm_up()
+        self.cleanup()  # the first job starts as clean as any other (warm-up leaves files in /tmp)
         self.emit(frames.HELLO, {"torch": torch.__version__, "python": sys.version.split()[0]})
-        self.spare = Child()
+        self.spare = Child(self.forker)
         while True:
             try:
                 kind, _, body = frames.read_frame(0, max_body=MAX_JOB_BYTES)
@@ -361,7 +376,7 @@ class Runner:
                 self.run_job(job)
             finally:
                 clean = self.cleanup()
-                self.spare = Child() if clean else None
+                self.spare = Child(self.forker) if clean else None
                 self.emit(frames.DONE, {"clean": clean})
 
 
@@ -383,6 +398,23 @@ def _clean(outcome: dict, statuses: set[str]) -> dict:
     return header
 
 
+def _submission_tasks() -> int:
+    """Threads of every process but this one and the zygote: during a job, all the submission's."""
+    count = 0
+    for name in _listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, os.getpid()):
+            count += 1
+            try:  # status is readable whatever the process did to its dumpable flag
+                with open(f"/proc/{name}/status") as status:
+                    for line in status:
+                        if line.startswith("Threads:"):
+                            count += int(line.split()[1]) - 1
+                            break
+            except (OSError, ValueError):
+                pass
+    return count
+
+
 def _kill_others() -> None:
     """SIGKILL to every process but this one and init: during a job those are all the submission's."""
     try:
@@ -391,26 +423,15 @@ def _kill_others() -> None:
         pass
 
 
-def _fork() -> int:
-    """fork(), retried while a submission's stragglers still hold the container's pid budget."""
+def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
+    """A child from the zygote, retried while a submission's stragglers still hold the pid budget."""
     for _ in range(FORK_RETRIES):
         try:
-            return os.fork()
+            return forker.fork_child(fds)
         except BlockingIOError:
             _kill_others()
-            _reap_all()
             time.sleep(0.02)
-    return os.fork()
-
-
-def _reap_all() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    return forker.fork_child(fds)
 
 
 def _listdir(directory: str) -> list[str]:
@@ -429,24 +450,50 @@ def _protect_runner() -> None:
         pass
 
 
-def _wipe(root: str) -> None:
-    def force(func, path, _exc):  # a submission may have taken away its own permissions
-        try:
-            parent = os.path.dirname(path)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, stat.S_IRWXU)
-            func(path)
-        except OSError:
-            pass
-
-    for name in _listdir(root):
-        path = os.path.join(root, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=force)
-        else:
+def _wipe(root: str, deadline: float) -> None:
+    """Empties root, whatever the submission did to it: directories without permissions (taken back
+    first: same owner, and every submission process is dead by now), trees deeper than any recursion
+    or path length allows (walked iteratively, relative to descriptors), symlinks (removed, never
+    followed). What cannot be removed in time stays, and the caller reports the container unclean."""
+    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    stack: list[tuple[int, int | None, str]] = [(top, None, "")]  # (directory, its parent, its name)
+    while stack:
+        directory, parent, name = stack[-1]
+        descended = False
+        if time.monotonic() < deadline:
             try:
-                os.unlink(path)
+                entries = list(os.scandir(directory))
+            except OSError:
+                entries = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    try:
+                        os.unlink(entry.name, dir_fd=directory)
+                    except OSError:
+                        pass
+                    continue
+                try:
+                    os.chmod(entry.name, stat.S_IRWXU, dir_fd=directory)
+                    inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+                except OSError:
+                    continue  # out of descriptors (a very deep tree) or gone: left for the caller
+                stack.append((inner, directory, entry.name))
+                descended = True
+                break
+        if descended:
+            continue
+        stack.pop()
+        os.close(directory)
+        if parent is not None:
+            try:
+                os.rmdir(name, dir_fd=parent)
             except OSError:
                 pass
 
@@ -484,5 +531,12 @@ def _remove_sysv_ipc() -> None:
                     remove(int(fields[1]), ipc_rmid, None)
 
 
+def _serve(forker: zygote.ZygoteClient) -> None:
+    Runner(forker).serve()
+
+
 if __name__ == "__main__":
-    Runner().serve()
+    # This process becomes the zygote (PID 1 of the container); it forks the runner after warming up.
+    _protect_runner()
+    _warm_up()
+    zygote.run(_serve, child.child_main)

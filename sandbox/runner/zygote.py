@@ -1,0 +1,225 @@
+"""PID 1 of the sandbox container: a warm torch process that never sees a job and forks every child.
+
+Why: a forked child is a copy of its parent's memory. If the runner, which reads jobs, forked the
+children, a submission could find in its own memory (frame locals, gc.get_objects(), or freed heap
+read through ctypes) the previous job (another person's source, every test's code) or the current
+job's later tests. So the process that forks children is one that has never held a job: the zygote.
+It imports torch and warms up, forks the runner (which serves jobs on stdin/stdout), and from then
+on only forks children when the runner asks, over a Unix socket, passing the child's three pipe ends
+along (SCM_RIGHTS). It reaps every process in the container and reports its children's exit
+statuses to the runner, which enforces every limit.
+
+The children's seccomp filter (seccomp.py) refuses signals to the zygote and the runner. Under runc
+the zygote is protected twice over: as PID 1 of the container's PID namespace, the kernel drops
+signals sent to it from inside unless it handles them (it handles only SIGCHLD), and kill(-1, ...)
+never reaches it (gVisor does not shield a namespace's init). It is not dumpable, so it cannot be
+ptraced nor its memory read through /proc. A runner stopped by SIGSTOP is continued at once. When
+the runner dies the zygote ends the container, and the grader sees the sandbox lost.
+
+Wire format on the socket: runner -> zygote, b"F" with three descriptors attached; zygote ->
+runner, fixed 9-byte records (kind, pid, value): FORKED (value 0), FAILED (pid 0, value errno),
+EXITED (value: the wait status).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import selectors
+import signal
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+RECORD = struct.Struct(">cii")
+FORK = b"F"
+FORKED = b"P"
+FAILED = b"E"
+EXITED = b"X"
+# The zygote answers a fork request in milliseconds; this long without an answer means it was
+# stopped or killed (possible under gVisor, which does not shield a namespace's init from signals).
+REPLY_TIMEOUT_S = 10.0
+
+
+class ZygoteLost(Exception):
+    """The zygote stopped answering: the runner cannot continue."""
+
+
+class ZygoteClient:
+    """The runner's side: ask for children, learn how they ended."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.exits: dict[int, int] = {}
+
+    def fork_child(self, fds: tuple[int, int, int]) -> int:
+        """A new child running child_main on these three descriptors; OSError when fork() fails."""
+        try:
+            socket.send_fds(self.sock, [FORK], list(fds))
+        except OSError as exc:
+            raise ZygoteLost(f"cannot reach the zygote: {exc}") from exc
+        while True:
+            kind, pid, value = self._record(block=True)
+            if kind == FORKED:
+                return pid
+            if kind == FAILED:
+                raise OSError(value, os.strerror(value))
+
+    def exit_status(self, pid: int, block: bool) -> int | None:
+        """The child's wait status once it has ended (None while it runs, when not blocking)."""
+        while pid not in self.exits:
+            if self._record(block) is None:
+                return None
+        return self.exits.pop(pid)
+
+    def forget(self, pid: int) -> None:
+        self.exits.pop(pid, None)
+
+    def _record(self, block: bool) -> tuple[bytes, int, int] | None:
+        """Reads one record; EXITED records are filed under their pid."""
+        while len(self.buffer) < RECORD.size:
+            if block and not select.select([self.sock], [], [], REPLY_TIMEOUT_S)[0]:
+                raise ZygoteLost("the zygote does not answer")
+            try:
+                data = self.sock.recv(4096, 0 if block else socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return None
+            except OSError as exc:
+                raise ZygoteLost(f"lost the zygote: {exc}") from exc
+            if not data:
+                raise ZygoteLost("the zygote closed its socket")
+            self.buffer += data
+        kind, pid, value = RECORD.unpack_from(self.buffer)
+        self.buffer = self.buffer[RECORD.size :]
+        if kind == EXITED:
+            self.exits[pid] = value
+        return kind, pid, value
+
+
+def _null_stdio() -> None:
+    devnull = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) -> None:
+    """Becomes the zygote: forks the runner (which calls serve) and then serves fork requests."""
+    zygote_pid = os.getpid()
+    zygote_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    runner_pid = os.fork()
+    if runner_pid == 0:
+        try:
+            zygote_end.close()
+            serve(ZygoteClient(runner_end))
+        finally:
+            os._exit(0)
+    runner_end.close()
+    # Only the runner holds the container's stdin and stdout (the grader's channel).
+    _null_stdio()
+    # As PID 1, a signal without a handler cannot be sent to this process from inside the
+    # container; Python's own SIGINT handler is removed so that SIGINT cannot be either.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(zygote_end, selectors.EVENT_READ, "runner")
+    selector.register(wake_r, selectors.EVENT_READ, "wake")
+    children: set[int] = set()
+
+    def send(kind: bytes, pid: int, value: int) -> None:
+        try:
+            zygote_end.sendall(RECORD.pack(kind, pid, value))
+        except OSError:
+            _end(runner_pid)
+
+    def reap() -> None:
+        # A submission may stop the runner with SIGSTOP (same uid): it is continued at once, so the
+        # runner's clock keeps running and the submission is killed at its time limit as usual.
+        try:
+            pid, status = os.waitpid(runner_pid, os.WNOHANG | os.WUNTRACED)
+            if pid == runner_pid and os.WIFSTOPPED(status):
+                os.kill(runner_pid, signal.SIGCONT)
+            elif pid == runner_pid:
+                _end(runner_pid)
+        except ChildProcessError:
+            _end(runner_pid)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            except InterruptedError:
+                continue
+            if pid == 0:
+                return
+            if pid == runner_pid:
+                _end(runner_pid)
+            if pid in children:
+                children.discard(pid)
+                send(EXITED, pid, status)
+
+    while True:
+        for key, _ in selector.select(1.0):
+            if key.data == "wake":
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                continue
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(zygote_end, 1, 3)
+            except OSError:
+                message, fds = b"", []
+            if not message:
+                _end(runner_pid)
+            if message != FORK or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                for fd in fds:
+                    os.close(fd)
+                send(FAILED, 0, exc.errno or errno.EAGAIN)
+                continue
+            if pid == 0:
+                try:
+                    selector.close()
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                    for fd in (wake_r, wake_w, zygote_end.fileno()):
+                        os.close(fd)
+                    # The child's seccomp filter keeps it from signalling these two (seccomp.py).
+                    child_main(*fds, protected=(zygote_pid, runner_pid))
+                finally:
+                    os._exit(70)
+            children.add(pid)
+            for fd in fds:
+                os.close(fd)
+            send(FORKED, pid, 0)
+        reap()
+
+
+def _end(runner_pid: int) -> None:
+    """The runner is gone: take every process down and end the container."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.monotonic() + 1
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+    os._exit(0)
