@@ -11,56 +11,11 @@ import pytest
 
 from tests.conftest import CASES_DIR
 from tests.web.conftest import BrowserLog, clear_editor, editor_state, screenshot, type_code
+from tests.web.solutions import CORRECT, FORGOT_SCALING, SCRIPT_IN_MESSAGE, SLOW
 
 pytestmark = pytest.mark.docker
 
 VERDICT_TIMEOUT_MS = 90_000
-
-FORGOT_SCALING = """\
-import torch.nn as nn
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-def embed_tokens(embedding, tokens, d_model):
-    return embedding(tokens)
-"""
-
-CORRECT = """\
-import math
-import torch.nn as nn
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-def embed_tokens(embedding, tokens, d_model):
-    return embedding(tokens) * math.sqrt(d_model)
-"""
-
-SCRIPT_IN_MESSAGE = """\
-import torch.nn as nn
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-def embed_tokens(embedding, tokens, d_model):
-    raise ValueError("<script>alert(1)</script><img src=x onerror=alert(2)>")
-"""
-
-# Three hidden tests hang into their 2 s limit: the run takes over 6 s and its results land in steps.
-SLOW = """\
-import math
-import torch.nn as nn
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-def embed_tokens(embedding, tokens, d_model):
-    if d_model in (1, 7, 64):
-        while True:
-            pass
-    return embedding(tokens) * math.sqrt(d_model)
-"""
 
 
 def submit_from_editor(page: Any, code: str) -> str:

@@ -14,27 +14,10 @@ from fastapi.testclient import TestClient
 from grader.api import events
 from grader.grading.verdict import FINAL
 from tests.conftest import CASES_DIR
+from tests.web.solutions import SLOW
 
 pytestmark = pytest.mark.docker
 
-# Three tests that each run into the 2 s time limit: the submission runs for more than 6 s, and the
-# tests between the hangs land while it is still running.
-SLOW = """\
-import math
-
-import torch.nn as nn
-
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-
-def embed_tokens(embedding, tokens, d_model):
-    if d_model in (1, 7, 64):
-        while True:
-            pass
-    return embedding(tokens) * math.sqrt(d_model)
-"""
 
 PUBLIC_HIDDEN_FIELDS = {
     "message": None,

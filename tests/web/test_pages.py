@@ -10,34 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import CASES_DIR
+from tests.web.solutions import CORRECT, SCRIPT_IN_MESSAGE
 
 pytestmark = pytest.mark.docker
-
-CORRECT = """\
-import math
-
-import torch.nn as nn
-
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-
-def embed_tokens(embedding, tokens, d_model):
-    return embedding(tokens) * math.sqrt(d_model)
-"""
-
-SCRIPT_IN_MESSAGE = """\
-import torch.nn as nn
-
-
-def create_embedding_layer(vocab_size, d_model):
-    return nn.Embedding(vocab_size, d_model)
-
-
-def embed_tokens(embedding, tokens, d_model):
-    raise ValueError("<script>alert(1)</script>")
-"""
 
 
 def case(name: str) -> str:
@@ -191,7 +166,8 @@ def test_the_submitted_source_is_shown_escaped(client: TestClient, submit: Any) 
     assert "<script>alert(1)</script>" not in html
     assert "ValueError: &lt;script&gt;alert(1)&lt;/script&gt;" in html  # the message and the traceback
     assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3
-    assert 'href="#L-9">line 9</a> of your code' in html  # the raise, in the submission's own file
+    raise_line = next(n for n, line in enumerate(SCRIPT_IN_MESSAGE.splitlines(), 1) if "raise" in line)
+    assert f'href="#L-{raise_line}">line {raise_line}</a> of your code' in html  # the raise, in its own file
     assert '<span class="hll">' in html  # ... marked in the source below
     assert_no_inline_script(html)
 
