@@ -71,12 +71,12 @@ class Settings(BaseSettings):
     sandbox_pids_limit: int = Field(128, ge=16, le=4096)
     sandbox_tmpfs_mb: int = Field(64, ge=1, le=4096)
     # What the runner itself (python + torch, warmed up) needs on top of a problem's memory limit.
-    sandbox_memory_overhead_mb: int = Field(512, ge=128)
+    sandbox_memory_overhead_mb: int = Field(768, ge=128)
     sandbox_start_timeout_s: float = Field(60.0, gt=0)
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     sandbox_acquire_timeout_s: float = Field(120.0, gt=0)
     max_result_bytes: int = Field(16 * 1024 * 1024, ge=1024)
-    compile_time_s: float = Field(10.0, gt=0, le=120)
+    load_time_s: float = Field(10.0, gt=0, le=120)
 
     default_time_s: float = Field(2.0, gt=0, le=60)
     default_memory_mb: int = Field(1024, ge=64, le=16384)

@@ -97,6 +97,13 @@ class _ProgressWriter:
         self.flush()
 
     def flush(self) -> None:
+        """Writes what is pending; a failure is logged (progress is a courtesy), never raised."""
+        try:
+            self._flush()
+        except Exception:
+            log.exception("storing the progress of %s failed", self.submission_id)
+
+    def _flush(self) -> None:
         with self._lock:
             self._timer = None
             if not self._dirty or self._closed:
@@ -141,8 +148,8 @@ class Service:
         self.notifier = Notifier()
         self.queue: Dispatcher = self._make_dispatcher()
         self.metrics = Metrics(self)
-        # Grading attempts in progress here, submission id -> attempt: their leases are renewed.
-        self._grading: dict[str, int] = {}
+        # Grading attempts in progress here: submission id -> (attempt, renew its lease until then).
+        self._grading: dict[str, tuple[int, float]] = {}
         self._grading_lock = threading.Lock()
         self._poll_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -182,6 +189,9 @@ class Service:
         if self.grades_here:
             threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
             self._background(self._renew_leases, "lease-renewal")
+            # A grading that outlives any bound stops renewing its lease; the reaper then takes the
+            # submission back, in local mode as under Celery.
+            self._background(self._reap_expired_leases, "lease-reaper")
         self.queue.start()
         if self.settings.queue == "local":
             # This process was the only grader: whatever it left queued or running is graded again.
@@ -190,9 +200,6 @@ class Service:
             if pending:
                 log.info("resuming %d submissions left queued or running", len(pending))
                 threading.Thread(target=self._resume, args=(pending,), daemon=True).start()
-        elif self.role == "worker":
-            # Other workers may be grading: only what a lost worker let lapse is queued again.
-            self._background(self._reap_expired_leases, "lease-reaper")
 
     def _prepare_expected(self) -> None:
         """Computes each problem's expected outputs before its first submission asks for them."""
@@ -223,8 +230,13 @@ class Service:
     def ready(self) -> tuple[bool, str | None]:
         """Whether this process can do its part now, and if not, why."""
         if self.grades_here:
-            ready = self.pool.ready
-            return ready, None if ready else (self.pool.last_error or "the sandbox pool is warming up")
+            if self.pool.ready:
+                return True, None
+            state = self.pool.status()
+            if state["overdue"]:
+                return False, f"{state['overdue']} sandbox(es) not returned in time; being replaced"
+            short = state["size"] - state["idle"] - state["busy"]
+            return False, self.pool.last_error or f"the sandbox pool is {short} short of {state['size']}; warming up"
         try:
             with self.db.session() as session:
                 session.execute(text("SELECT 1"))
@@ -237,8 +249,9 @@ class Service:
     def _renew_leases(self) -> None:
         interval = self.settings.lease_s / 3
         while not self._stopping.wait(interval):
+            now = time.monotonic()
             with self._grading_lock:
-                held = list(self._grading.items())
+                held = [(key, attempt) for key, (attempt, until) in self._grading.items() if until > now]
             for submission_id, attempt in held:
                 try:
                     with self.db.session() as session:
@@ -261,11 +274,21 @@ class Service:
             if self._stopping.wait(interval):
                 return
 
+    def max_grading_s(self) -> float:
+        """The longest one grading can take: waiting for a sandbox, then two containers' worth of the
+        longest job any problem has, with slack. Past it, the lease is no longer renewed."""
+        settings = self.settings
+        longest_job = max((len(p.problem.tests) * (p.limits.time_s + 1.0) for p in self.registry.all()), default=60.0)
+        return settings.sandbox_acquire_timeout_s + 2 * (settings.load_time_s + longest_job + 15.0) + 60.0
+
     def reap_expired_leases(self) -> int:
-        """Queues again, and sends again, every submission whose holder let its lease run out; how many."""
+        """Queues again, and sends again, every submission whose holder let its lease run out; how many.
+        In local mode only running ones: queued ones wait in this process's own queue."""
         redispatch_after_s = self.settings.redispatch_after_s
         with self.db.session() as session:
-            expired = crud.expired_leases(session, unleased_after_s=redispatch_after_s)
+            expired = crud.expired_leases(
+                session, unleased_after_s=redispatch_after_s, running_only=self.settings.queue == "local"
+            )
         requeued = 0
         for submission_id, status in expired:
             with self.db.session() as session:
@@ -400,7 +423,7 @@ class Service:
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
             submitted_version, created_at = submission.problem_version, submission.created_at
         with self._grading_lock:
-            self._grading[submission_id] = attempt
+            self._grading[submission_id] = (attempt, time.monotonic() + self.max_grading_s())
         started = time.monotonic()
         try:
             if attempt == 1:
@@ -423,14 +446,7 @@ class Service:
             except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
                 log.exception("grading %s crashed", submission_id)
                 verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
-            with self.db.session() as session:
-                crud.finish_submission(
-                    session,
-                    submission_id=submission_id,
-                    verdict=verdict,
-                    problem_version=problem.version if problem is not None else None,
-                    attempt=attempt,
-                )
+            verdict = self._store_verdict(submission_id, verdict, problem, attempt)
         finally:
             with self._grading_lock:
                 self._grading.pop(submission_id, None)
@@ -439,6 +455,28 @@ class Service:
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
         self.notifier.notify(submission_id)
+
+    def _store_verdict(
+        self, submission_id: str, verdict: Verdict, problem: LoadedProblem | None, attempt: int
+    ) -> Verdict:
+        """Stores the verdict; if that fails, a verdict that says so. What is stored is returned."""
+        version = problem.version if problem is not None else None
+        try:
+            with self.db.session() as session:
+                crud.finish_submission(
+                    session, submission_id=submission_id, verdict=verdict, problem_version=version, attempt=attempt
+                )
+            return verdict
+        except Exception as exc:  # the judge's fault; the lease reaper takes over if this fails too
+            log.exception("storing the verdict of %s failed", submission_id)
+            fallback = Verdict(
+                status=Status.INTERNAL_ERROR, message=f"the judge could not store the verdict ({type(exc).__name__})"
+            )
+            with self.db.session() as session:
+                crud.finish_submission(
+                    session, submission_id=submission_id, verdict=fallback, problem_version=version, attempt=attempt
+                )
+            return fallback
 
     def _poll_problems_now(self) -> None:
         with self._poll_lock:

@@ -35,6 +35,7 @@ class TestPublic(BaseModel):
     details: dict[str, Any] | None = None
     traceback: str | None = None
     line: int | None = None
+    output: str | None = Field(None, description="what the submission printed during the test (visible tests)")
 
 
 class SubmissionPublic(BaseModel):
@@ -76,6 +77,7 @@ def public_tests(results: list[TestResult], problem: LoadedProblem | None) -> li
                     details=result.details,
                     traceback=result.traceback,
                     line=result.line,
+                    output=result.output,
                 )
             )
         else:

@@ -16,6 +16,23 @@ from grader.sandbox.values import FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5
+KEYS_SHOWN = 10  # of a dict's keys, in a message or a description
+KEY_TEXT = 40  # characters of one key, in a message or a path
+MAX_PATH = 200
+
+
+def _key(key: str) -> str:
+    return repr(key if len(key) <= KEY_TEXT else key[:KEY_TEXT] + "…")
+
+
+def _keys(keys: list[str]) -> str:
+    shown = ", ".join(_key(key) for key in keys[:KEYS_SHOWN])
+    return f"[{shown}{f', … {len(keys) - KEYS_SHOWN} more' if len(keys) > KEYS_SHOWN else ''}]"
+
+
+def _child_path(path: str, part: str) -> str:
+    joined = path + part
+    return joined if len(joined) <= MAX_PATH else joined[: MAX_PATH - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -59,7 +76,7 @@ def describe(value: Any) -> dict[str, Any]:
     if isinstance(value, (list, tuple)):
         return {"type": type(value).__name__, "length": len(value)}
     if isinstance(value, dict):
-        return {"type": "dict", "keys": sorted(value)[:20]}
+        return {"type": "dict", "keys": [k if len(k) <= KEY_TEXT else k[:KEY_TEXT] + "…" for k in sorted(value)[:20]]}
     if isinstance(value, str):
         return {"type": "str", "value": value[:200]}
     if isinstance(value, Opaque):
@@ -178,7 +195,7 @@ def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> 
         if len(expected) != len(got):
             return _mismatch(path, f"length {len(got)} instead of {len(expected)}", expected, got)
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
-            result = compare_values(f"{path}[{i}]", e, g, tolerance)
+            result = compare_values(_child_path(path, f"[{i}]"), e, g, tolerance)
             if not result.passed:
                 return result
         return Comparison(True)
@@ -186,9 +203,9 @@ def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> 
         if set(expected) != set(got):
             missing = sorted(set(expected) - set(got))
             extra = sorted(set(got) - set(expected))
-            return _mismatch(path, f"keys differ (missing {missing}, unexpected {extra})", expected, got)
+            return _mismatch(path, f"keys differ (missing {_keys(missing)}, unexpected {_keys(extra)})", expected, got)
         for key in expected:
-            result = compare_values(f"{path}[{key!r}]", expected[key], got[key], tolerance)
+            result = compare_values(_child_path(path, f"[{_key(key)}]"), expected[key], got[key], tolerance)
             if not result.passed:
                 return result
         return Comparison(True)
@@ -201,7 +218,7 @@ def compare_outputs(expected: Any, got: Any, checks: dict[str, Tolerance], defau
     """Compares one test's outputs; a top-level dict key picks its tolerance from the test's check."""
     if isinstance(expected, dict) and isinstance(got, dict) and set(expected) == set(got):
         for key in expected:
-            result = compare_values(key, expected[key], got[key], checks.get(key, default))
+            result = compare_values(_child_path("", key), expected[key], got[key], checks.get(key, default))
             if not result.passed:
                 return result
         return Comparison(True)

@@ -15,6 +15,7 @@ from typing import Any
 from grader.config import Settings
 from grader.problems.registry import LoadedProblem
 from grader.sandbox.container import JobOutcome, SandboxContainer, SandboxLost
+from grader.sandbox.protocol import JobLimits, JobSpec, JobTest, Outcome
 from grader.sandbox.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
@@ -40,34 +41,36 @@ class ExpectedOutputs:
     pitfalls: list[ModuleOutputs]
 
 
-def build_job(problem: LoadedProblem, source: str, settings: Settings) -> dict[str, Any]:
-    return {
-        "source": source,
-        "entry_points": list(problem.problem.entry_points),
-        "limits": problem.limits.as_dict(),
-        "tests": [{"code": test.code, "seed": index} for index, test in enumerate(problem.problem.tests)],
-        "max_result_bytes": settings.max_result_bytes,
-        "compile_time_s": settings.compile_time_s,
-    }
+def build_job(problem: LoadedProblem, source: str, settings: Settings) -> JobSpec:
+    return JobSpec(
+        source=source,
+        entry_points=list(problem.problem.entry_points),
+        limits=JobLimits(**problem.limits.as_dict()),
+        tests=[JobTest(code=test.code, seed=index) for index, test in enumerate(problem.problem.tests)],
+        max_result_bytes=settings.max_result_bytes,
+        load_time_s=settings.load_time_s,
+    )
 
 
 def job_deadline(problem: LoadedProblem, settings: Settings) -> float:
     """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
     tests = len(problem.problem.tests)
-    return time.monotonic() + settings.compile_time_s + tests * (problem.limits.time_s + 1.0) + 15.0
+    return time.monotonic() + settings.load_time_s + tests * (problem.limits.time_s + 1.0) + 15.0
 
 
 def _serialise(outcome: JobOutcome) -> dict[str, Any]:
     return {
-        "compile": outcome.compile.status,
-        "tests": [{"status": header.status, "body": base64.b64encode(body).decode()} for header, body in outcome.tests],
+        "compile": outcome.load.status.value,
+        "tests": [
+            {"status": header.status.value, "body": base64.b64encode(body).decode()} for header, body in outcome.tests
+        ],
     }
 
 
 def _outputs(raw: dict[str, Any], test_count: int) -> ModuleOutputs:
     values: list[Any] = [MISSING] * test_count
     statuses = ["error"] * test_count
-    if raw["compile"] == "ok":
+    if raw["compile"] == Outcome.OK:
         for index, test in enumerate(raw["tests"][:test_count]):
             statuses[index] = test["status"]
             if test["status"] == "ok":

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from grader.sandbox.protocol import Outcome
+
 
 class Status(StrEnum):
     QUEUED = "queued"
@@ -46,20 +48,19 @@ TEST_TO_STATUS = {
 
 # The runner's word for a test, in the grader's vocabulary (a runner "ok" is compared first).
 RUNNER_TO_TEST = {
-    "error": TestStatus.ERROR,
-    "timeout": TestStatus.TIMEOUT,
-    "memory": TestStatus.MEMORY,
-    "output": TestStatus.OUTPUT,
+    Outcome.ERROR: TestStatus.ERROR,
+    Outcome.TIMEOUT: TestStatus.TIMEOUT,
+    Outcome.MEMORY: TestStatus.MEMORY,
+    Outcome.OUTPUT: TestStatus.OUTPUT,
 }
 
 # The runner's word for loading the submission.
 LOAD_TO_STATUS = {
-    "compile_error": Status.COMPILE_ERROR,
-    "runtime_error": Status.RUNTIME_ERROR,
-    "error": Status.RUNTIME_ERROR,
-    "memory": Status.MEMORY_LIMIT_EXCEEDED,
-    "timeout": Status.TIME_LIMIT_EXCEEDED,
-    "output": Status.OUTPUT_LIMIT_EXCEEDED,
+    Outcome.COMPILE_ERROR: Status.COMPILE_ERROR,
+    Outcome.ERROR: Status.RUNTIME_ERROR,
+    Outcome.MEMORY: Status.MEMORY_LIMIT_EXCEEDED,
+    Outcome.TIMEOUT: Status.TIME_LIMIT_EXCEEDED,
+    Outcome.OUTPUT: Status.OUTPUT_LIMIT_EXCEEDED,
 }
 
 
@@ -77,6 +78,7 @@ class TestResult(BaseModel):
     details: dict[str, Any] | None = None
     traceback: str | None = None
     line: int | None = None
+    output: str | None = None  # what the submission printed during the test
 
 
 class Verdict(BaseModel):

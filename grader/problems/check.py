@@ -45,7 +45,7 @@ from grader.problems.registry import (
     yaml_line,
 )
 from grader.sandbox.container import JobOutcome, SandboxContainer, SandboxLost
-from grader.sandbox.frames import TestHeader
+from grader.sandbox.protocol import TestHeader
 from grader.sandbox.values import FLOAT_DTYPES, MalformedValue, Tensor, decode_value
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class _Run:
 
 
 def _decode_outcome(outcome: JobOutcome, test_count: int) -> _Run:
-    header = outcome.compile
+    header = outcome.load
     if header.status != "ok":
         kind = f"{header.error_type}: " if header.error_type else ""
         return _Run(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import select
@@ -19,20 +18,8 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader.config import Settings
-from grader.sandbox.frames import (
-    COMPILE,
-    DONE,
-    HELLO,
-    JOB,
-    TEST,
-    CompileHeader,
-    DoneHeader,
-    Frame,
-    FrameDecoder,
-    FrameError,
-    TestHeader,
-    encode,
-)
+from grader.sandbox.frames import Frame, FrameDecoder, FrameError, encode_job
+from grader.sandbox.protocol import DONE, HELLO, LOAD, TEST, DoneHeader, HelloHeader, JobSpec, LoadHeader, TestHeader
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +49,7 @@ class SandboxProtocolError(SandboxLost):
 
 @dataclass
 class JobOutcome:
-    compile: CompileHeader
+    load: LoadHeader
     tests: list[tuple[TestHeader, bytes]] = field(default_factory=list)
     clean: bool = True
 
@@ -120,6 +107,7 @@ class SandboxContainer:
         self._frames: deque[Frame] = deque()
         self._decoder = FrameDecoder(max_body=settings.max_result_bytes + 1024 * 1024)
         self._stderr = b""
+        self.hello: HelloHeader | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -172,10 +160,16 @@ class SandboxContainer:
             self.remove()
             raise SandboxLost(f"cannot start a sandbox container: {exc}") from exc
         deadline = time.monotonic() + settings.sandbox_start_timeout_s
-        frame = self._next_frame(deadline)
+        try:
+            frame = self._next_frame(deadline)
+        except SandboxLost:
+            self.remove()
+            raise
         if frame.kind != HELLO:
             self.remove()
             raise SandboxLost("the sandbox runner did not say hello")
+        assert isinstance(frame.header, HelloHeader)
+        self.hello = frame.header
 
     def remove(self) -> None:
         if self._sock is not None:
@@ -206,23 +200,21 @@ class SandboxContainer:
     # -- one job -------------------------------------------------------------------------------
     def run_job(
         self,
-        job: dict,
+        job: JobSpec,
         deadline: float,
         on_test: Callable[[TestHeader, bytes], None] | None = None,
     ) -> JobOutcome:
-        """Sends a job and collects its frames. Raises SandboxLost if the container fails."""
+        """Sends a job and collects its frames. Raises SandboxLost if the container fails or breaks the
+        protocol; on_test is called with each test's frame as it lands and must not raise."""
         if self._sock is None:
             raise SandboxLost("the sandbox is not running")
         self.uses += 1
         # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
-        # a test's result may follow a reload of the submission in a fresh child (compile time).
-        compile_s = float(job.get("compile_time_s", 10.0))
-        test_s = float(job.get("limits", {}).get("time_s", 10.0))
-        load_budget = compile_s + FRAME_SLACK_S
-        frame_budget = compile_s + test_s + FRAME_SLACK_S
-        payload = json.dumps(job, separators=(",", ":")).encode()
+        # a test's result may follow a reload of the submission in a fresh child (load time).
+        load_budget = job.load_time_s + FRAME_SLACK_S
+        frame_budget = job.load_time_s + job.limits.time_s + FRAME_SLACK_S
         try:
-            self._sock.sendall(encode(JOB, {}, payload))
+            self._sock.sendall(encode_job(job))
         except OSError as exc:
             raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
         try:
@@ -230,10 +222,10 @@ class SandboxContainer:
         except SandboxLost as exc:
             exc.during_test = LOADING
             raise
-        if frame.kind != COMPILE:
-            raise SandboxProtocolError("expected the load result first")
-        assert isinstance(frame.header, CompileHeader)
-        outcome = JobOutcome(compile=frame.header)
+        if frame.kind != LOAD:
+            raise SandboxProtocolError("expected the load result first", during_test=LOADING)
+        assert isinstance(frame.header, LoadHeader)
+        outcome = JobOutcome(load=frame.header)
         expected_index = 0
         while True:
             try:
@@ -249,13 +241,13 @@ class SandboxContainer:
                 raise SandboxProtocolError("unexpected frame kind during a job", during_test=expected_index)
             header = frame.header
             assert isinstance(header, TestHeader)
-            if header.index != expected_index or header.index >= len(job["tests"]):
+            if header.index != expected_index or header.index >= len(job.tests):
                 raise SandboxProtocolError("test results out of order", during_test=expected_index)
             expected_index += 1
             outcome.tests.append((header, frame.body))
             if on_test is not None:
                 on_test(header, frame.body)
-        if outcome.compile.status == "ok" and len(outcome.tests) != len(job["tests"]):
+        if outcome.load.status == "ok" and len(outcome.tests) != len(job.tests):
             raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
         return outcome
 
@@ -274,21 +266,27 @@ class SandboxContainer:
                 self._frames.extend(self._decoder.feed(data))
             except FrameError as exc:
                 raise SandboxProtocolError(f"malformed frame from the sandbox: {exc}") from exc
+        elif stream not in (0, 2):
+            raise SandboxProtocolError("malformed stream record from the engine")
         elif stream == 2:
             self._stderr = (self._stderr + data)[-MAX_STDERR_KEPT:]
 
     def _recv_exactly(self, count: int, deadline: float) -> bytes:
-        assert self._sock is not None
         while len(self._pending) < count:
+            if self._sock is None:
+                raise SandboxLost("the sandbox was removed")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxLost("the sandbox did not answer in time")
-            ready, _, _ = select.select([self._sock], [], [], remaining)
+            try:
+                ready, _, _ = select.select([self._sock], [], [], remaining)
+            except (OSError, ValueError, TypeError) as exc:  # removed by another thread (the watchdog)
+                raise SandboxLost(f"lost the sandbox connection: {exc}") from exc
             if not ready:
                 continue
             try:
                 data = self._sock.recv(1 << 16)
-            except OSError as exc:
+            except (OSError, AttributeError) as exc:  # closed, or removed by another thread meanwhile
                 raise SandboxLost(f"lost the sandbox connection: {exc}") from exc
             if not data:
                 detail = f": {self._stderr[-500:]!r}" if self._stderr else ""

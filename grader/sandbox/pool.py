@@ -3,6 +3,10 @@
 Containers are started in the background at start-up and replaced in the background: after a
 configured number of jobs, after any anomaly, and when one fails. Nothing on the grading path waits
 for a container start while the pool is sized for the load.
+
+The pool never shrinks for good: a container handed out is due back by a deadline (its job's own
+bound plus slack); a watchdog removes one that is not back in time, whatever holds it, and starts
+its replacement. Until then the pool counts it as overdue, and the pool is not ready (short).
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from grader.config import Settings
 from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost, owner_label
 
 log = logging.getLogger(__name__)
+
+# A container handed out is due back this long after its job's own bound.
+RETURN_SLACK_S = 30.0
+WATCHDOG_INTERVAL_S = 1.0
 
 
 class SandboxPool:
@@ -37,6 +45,9 @@ class SandboxPool:
         # Containers handed out by fresh(): their users remove them, but a process stopping meanwhile
         # (its daemon threads just end) would leave them running; close() removes what is left.
         self._fresh: weakref.WeakSet[SandboxContainer] = weakref.WeakSet()
+        # Containers handed out, with the time each is due back.
+        self._out: dict[SandboxContainer, float] = {}
+        self._watchdog: threading.Thread | None = None
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -57,6 +68,9 @@ class SandboxPool:
             return
         for _ in range(self.size):
             self._spawn()
+        if self.size:
+            self._watchdog = threading.Thread(target=self._watch, name="sandbox-watchdog", daemon=True)
+            self._watchdog.start()
 
     def _spawn(self) -> None:
         with self._lock:
@@ -91,7 +105,8 @@ class SandboxPool:
             return
 
     # -- use -----------------------------------------------------------------------------------
-    def acquire(self, timeout: float | None = None) -> SandboxContainer:
+    def acquire(self, timeout: float | None = None, due_in_s: float = 3600.0) -> SandboxContainer:
+        """A warm container, due back within due_in_s (after which the watchdog takes it away)."""
         timeout = self.settings.sandbox_acquire_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while True:
@@ -107,10 +122,13 @@ class SandboxPool:
             self._spawn()
         with self._lock:
             self._busy += 1
+            self._out[container] = time.monotonic() + due_in_s + RETURN_SLACK_S
         return container
 
     def release(self, container: SandboxContainer, reusable: bool) -> None:
         with self._lock:
+            if self._out.pop(container, None) is None:
+                return  # released twice, or reclaimed by the watchdog, which replaced it already
             self._busy -= 1
             closed = self._closed
         if reusable and not closed and container.uses < self.settings.sandbox_reuse:
@@ -128,10 +146,50 @@ class SandboxPool:
         container.start()
         return container
 
+    def _watch(self) -> None:
+        while True:
+            time.sleep(WATCHDOG_INTERVAL_S)
+            with self._lock:
+                if self._closed:
+                    return
+            self.reclaim_overdue()
+
+    def reclaim_overdue(self) -> int:
+        """Removes every container not back by its deadline and starts a replacement; how many."""
+        now = time.monotonic()
+        with self._lock:
+            overdue = [container for container, due in self._out.items() if due < now]
+            for container in overdue:
+                del self._out[container]
+                self._busy -= 1
+        for container in overdue:
+            log.error("sandbox %s was not returned in time; removing it and starting another", container.name)
+            # Its holder is blocked reading the container: removing it ends that read (SandboxLost).
+            threading.Thread(target=container.remove, daemon=True).start()
+            self._spawn()
+        return len(overdue)
+
+    def engine_ok(self) -> bool:
+        """Whether the Docker engine answers: when it does not, a lost sandbox is the judge's fault."""
+        if self.client is None:
+            return False
+        try:
+            return bool(self.client.ping())
+        except Exception:  # noqa: BLE001 - any failure to answer is an engine that is not there
+            return False
+
     # -- state ---------------------------------------------------------------------------------
     def status(self) -> dict[str, int]:
+        now = time.monotonic()
         with self._lock:
-            return {"size": self.size, "idle": self._idle.qsize(), "busy": self._busy, "starting": self._starting}
+            overdue = sum(1 for due in self._out.values() if due < now)
+            return {
+                "size": self.size,
+                "idle": self._idle.qsize(),
+                "busy": self._busy,
+                "starting": self._starting,
+                "overdue": overdue,
+            }
 
     def idle_names(self) -> list[str]:
         """Names of the warm containers waiting for work (for monitoring and tests)."""
@@ -141,7 +199,7 @@ class SandboxPool:
     @property
     def ready(self) -> bool:
         state = self.status()
-        return self.image_id is not None and state["idle"] + state["busy"] >= self.size
+        return self.image_id is not None and state["idle"] + state["busy"] - state["overdue"] >= self.size
 
     def close(self) -> None:
         with self._lock:

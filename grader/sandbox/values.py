@@ -6,7 +6,6 @@ byte counts that must match exactly. No pickle, no object from the sandbox is ev
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import struct
@@ -14,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from grader.sandbox import protocol
 
 # wire name -> numpy dtype of the bytes (bfloat16 arrives widened to float32, exactly)
 DTYPES: dict[str, np.dtype] = {
@@ -31,12 +32,14 @@ DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype("?"),
 }
 FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128"}
-MAX_RANK = 8
-MAX_DEPTH = 16
-MAX_NODES = 10_000
-MAX_STR = 64 * 1024
-MAX_INT_DIGITS = 4000
-MAX_DIM = 2**40  # no real output has a dimension this long; numpy refuses far smaller ones
+MAX_RANK = protocol.MAX_RANK
+MAX_DEPTH = protocol.MAX_VALUE_DEPTH
+MAX_NODES = protocol.MAX_VALUE_NODES
+MAX_STR = protocol.MAX_STR
+MAX_INT_DIGITS = protocol.MAX_INT_DIGITS
+MAX_DIM = protocol.MAX_DIM
+# Every node costs at most six brackets ({"t": "dict", "items": [[key, {...}]]}).
+MAX_MANIFEST_BRACKETS = 6 * MAX_NODES + 16
 INT_TEXT = re.compile(r"-?[0-9]+")
 
 
@@ -126,7 +129,7 @@ class _Decoder:
             _keys(node, {"t", "type"})
             if not isinstance(node["type"], str) or len(node["type"]) > 200:
                 raise MalformedValue("opaque node without a type name")
-            return Opaque(node["type"])
+            return Opaque(protocol.bounded_text(node["type"], 200))
         raise MalformedValue(f"unknown value node type {kind[:40]!r}")
 
     def tensor(self, node: dict) -> Tensor:
@@ -140,6 +143,10 @@ class _Decoder:
             or not all(type(size) is int and 0 <= size <= MAX_DIM for size in shape)
         ):
             raise MalformedValue("tensor with an invalid shape")
+        # numpy refuses a shape whose dimensions multiply past its index type even when one of them is
+        # zero (the array would be empty): the non-zero ones are bounded as well.
+        if math.prod(size for size in shape if size) > protocol.MAX_ELEMENTS:
+            raise MalformedValue("tensor with too many elements")
         dtype = DTYPES[dtype_name]
         numel = math.prod(shape)
         nbytes = numel * dtype.itemsize  # exact Python integers: no overflow
@@ -156,15 +163,27 @@ def _keys(node: dict, allowed: set[str]) -> None:
 
 
 def decode_value(body: bytes) -> Any:
+    """The value a test returned, as plain data; MalformedValue, and nothing else, for any bytes."""
+    try:
+        return _decode(body)
+    except MalformedValue:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever hostile bytes provoke is the sandbox's fault
+        raise MalformedValue(f"value cannot be decoded ({type(exc).__name__})") from None
+
+
+def _decode(body: bytes) -> Any:
     if len(body) < 4:
         raise MalformedValue("value is truncated")
     (manifest_len,) = struct.unpack_from(">I", body)
     if manifest_len > len(body) - 4:
         raise MalformedValue("value manifest is truncated")
     try:
-        manifest = json.loads(body[4 : 4 + manifest_len].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise MalformedValue("value manifest is not JSON") from None
+        manifest = protocol.loads_bounded(
+            body[4 : 4 + manifest_len], protocol.MAX_MANIFEST_DEPTH, max_brackets=MAX_MANIFEST_BRACKETS
+        )
+    except protocol.ProtocolViolation as exc:
+        raise MalformedValue(f"value manifest is not valid: {exc}") from None
     decoder = _Decoder(memoryview(body)[4 + manifest_len :])
     value = decoder.node(manifest, 0)
     if decoder.offset != len(decoder.blob):

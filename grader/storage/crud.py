@@ -154,15 +154,15 @@ def _lapsed(now: datetime, unleased_before: datetime) -> ColumnElement[bool]:
     )
 
 
-def expired_leases(session: Session, *, unleased_after_s: float, limit: int = 500) -> list[tuple[str, str]]:
+def expired_leases(
+    session: Session, *, unleased_after_s: float, limit: int = 500, running_only: bool = False
+) -> list[tuple[str, str]]:
     """Queued or running submissions that nobody holds any more: (id, status), oldest first."""
     now = utcnow()
-    rows = session.execute(
-        select(Submission.id, Submission.status)
-        .where(_lapsed(now, now - timedelta(seconds=unleased_after_s)))
-        .order_by(Submission.created_at)
-        .limit(limit)
-    )
+    query = select(Submission.id, Submission.status).where(_lapsed(now, now - timedelta(seconds=unleased_after_s)))
+    if running_only:
+        query = query.where(Submission.status == Status.RUNNING.value)
+    rows = session.execute(query.order_by(Submission.created_at).limit(limit))
     return [(row[0], row[1]) for row in rows]
 
 

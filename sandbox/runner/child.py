@@ -1,267 +1,255 @@
-"""What runs in a forked child: load the submission, then run the tests the runner sends, one at a time.
+"""The runner's hold on one child: the pipes to it, its frames, its printed output, how it ended.
 
-The child is where untrusted code runs. Nothing it writes is believed by the trusted side beyond
-the shape of the data: the runner keeps its own clock, and the grader decodes every result strictly.
+Every child is forked by the zygote (never by the runner, whose memory holds jobs). Whatever a child
+writes on its result pipe, await_frame() returns an outcome: a frame, or the status the runner's own
+accounting gives (time, output, tasks, the way the process ended). It never raises for the child's
+bytes.
 """
 
 from __future__ import annotations
 
-import ast
-import builtins
-import ctypes
-import json
-import linecache
-import math
-import mmap
+import fcntl
 import os
-import random
-import resource
-import sys
+import select
+import selectors
+import signal
 import time
-import traceback
-import types
 
-import frames
-import numpy as np
-import seccomp
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import values
+import cleanup
+import protocol
+import zygote
 
-MAX_MESSAGE = 4 * 1024
-MAX_TRACEBACK = 16 * 1024
-SUBMISSION_FILE = "submission.py"
-ALLOCATION_FAILURES = ("can't allocate memory", "not enough memory", "out of memory")
-
-
-def _safe_text(produce, limit: int) -> str:
-    """Renders a message from an untrusted object; a hostile __str__ cannot take the child down."""
-    try:
-        text = produce()
-        if type(text) is not str:
-            text = "<unprintable>"
-    except BaseException:  # noqa: BLE001 - the object is hostile by assumption
-        text = "<unprintable>"
-    if len(text) > limit:
-        text = text[:limit] + f"... [{len(text) - limit} more characters]"
-    return text
+READ_CHUNK = 1 << 16
+FORK_RETRIES = 50
+# Processes and threads a submission may have at once. Below the container's --pids-limit (which
+# counts the runner and the zygote too), and the only such limit under gVisor, where the host's pids
+# limit counts the runtime's own threads and an exhausted one takes the whole sandbox down.
+MAX_TASKS = 96
+TASK_POLL_S = 0.05
+# How long after its result pipe closes a child's end may take to be reported by the zygote.
+EXIT_REPORT_GRACE_S = 2.0
 
 
-def _describe(exc: BaseException) -> dict:
-    kind = type(exc)
-    name = _safe_text(lambda: kind.__name__, 200)
-    message = _safe_text(lambda: str(exc), MAX_MESSAGE)
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == SUBMISSION_FILE:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    trace = _safe_text(lambda: _user_traceback(exc), MAX_TRACEBACK)
-    return {"error_type": name, "message": message, "line": line, "traceback": trace}
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """The traceback as the author of the code sees it: only frames of the submission and the test."""
-    frames_seen = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if frame.filename == SUBMISSION_FILE or frame.filename.startswith("<test ")
-    ]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames_seen)]
-    lines.extend(traceback.format_exception_only(type(exc), exc))
-    return "".join(lines)
-
-
-def _is_memory_failure(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError):
-        return True
-    if isinstance(exc, RuntimeError):
-        text = _safe_text(lambda: str(exc), 1000).lower()
-        return any(marker in text for marker in ALLOCATION_FAILURES)
-    return False
-
-
-ADDRESS_SPACE_SLACK = 512 * 1024 * 1024  # thread stacks and allocator reservations, where RLIMIT_AS is used
-M_ARENA_MAX = -8
-
-
-def _status_bytes(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _data_limit_enforced(memory: int) -> bool:
-    """Whether the kernel applies RLIMIT_DATA to anonymous mappings (Linux >= 4.7 does; gVisor does not)."""
-    try:
-        probe = mmap.mmap(-1, memory + (64 << 20), flags=mmap.MAP_PRIVATE)
-    except (OSError, ValueError, OverflowError):
-        return True
-    probe.close()
-    return False
-
-
-def _apply_limits(limits: dict, test_count: int, protected: tuple[int, ...]) -> None:
-    memory = int(limits["memory_mb"]) * 1024 * 1024
-    # RLIMIT_DATA counts private anonymous mappings too (Linux >= 4.7), so torch's large
-    # allocations fail with an allocator error instead of growing past the limit.
-    data = _status_bytes("VmData") + memory
-    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
-    if not _data_limit_enforced(memory):
-        # Under gVisor an allocation past the container's memory would take the whole sandbox down
-        # (the host sees one process): bound the address space instead, with room for thread stacks,
-        # and at most two malloc arenas (each reserves 64 MiB of address space).
+def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
+    """A child from the zygote, retried while a submission's stragglers still hold the pid budget."""
+    for _ in range(FORK_RETRIES):
         try:
-            ctypes.CDLL(None).mallopt(M_ARENA_MAX, 2)
-        except (OSError, AttributeError):
-            pass
-        space = _status_bytes("VmSize") + memory + ADDRESS_SPACE_SLACK
-        resource.setrlimit(resource.RLIMIT_AS, (space, space))
-    cpu = int(math.ceil(float(limits["time_s"]) * (test_count + 2) + 5))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (32 * 1024 * 1024, 32 * 1024 * 1024))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    try:
-        # The runner is not dumpable, and a child inherits that, which would leave its /proc files
-        # owned by root: the child makes itself dumpable again (it only exposes itself).
-        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
-        # The child, never the runner, is the one the kernel picks when memory runs out.
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
-    except OSError:
-        pass
-    # Last: from here on the child cannot signal, trace or re-limit the runner and the zygote, nor
-    # make SysV IPC objects, keys or namespaces (seccomp.py). Nothing it starts can lift it.
-    seccomp.install(protected)
+            return forker.fork_child(fds)
+        except BlockingIOError:
+            cleanup.kill_others()
+            time.sleep(0.02)
+    return forker.fork_child(fds)
 
 
-def _isolate(cmd_r: int, res_w: int, out_w: int) -> None:
-    os.setsid()
-    devnull = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out_w, 1)
-    os.dup2(out_w, 2)
-    keep = {0, 1, 2, cmd_r, res_w}
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
+def _error(message: str, error_type: str) -> dict:
+    return {"status": protocol.ERROR, "error_type": error_type, "message": message}
+
+
+class Child:
+    def __init__(self, forker: zygote.ZygoteClient) -> None:
+        self.forker = forker
+        cmd_r, self.cmd_w = os.pipe2(os.O_CLOEXEC)
+        self.res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        self.out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self.pid = _fork_child(forker, (cmd_r, res_w, out_w))
+        finally:
+            for fd in (cmd_r, res_w, out_w):
+                os.close(fd)
+        self.exit_status: int | None = None
+        for fd in (self.res_r, self.out_r, self.cmd_w):
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        self.reader = protocol.FrameReader(max_body=0)
+        self.output_bytes = 0  # printed during the current test (or the loading), for its limit
+        self.shown_bytes = 0  # printed since the output was last taken (loading's goes to the first test)
+        self.captured = bytearray()  # the first MAX_OUTPUT bytes of that, to be shown
+        self.out_open = True
+
+    # -- commands ----------------------------------------------------------------------------------
+    def send(self, kind: bytes, header: dict, body: bytes, deadline: float) -> bool:
+        """Writes a command; False if the child does not take it all by the deadline (a child that stops
+        reading its commands could otherwise block the runner on a full pipe) or is gone."""
+        view = memoryview(protocol.encode(kind, header, body))
+        try:
+            while view:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([], [self.cmd_w], [], remaining)[1]:
+                    return False
+                try:
+                    view = view[os.write(self.cmd_w, view) :]
+                except BlockingIOError:
+                    continue
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        if self.exit_status is None:
+            cleanup.kill_others()
+            self.reap(block=True)
+
+    def reap(self, block: bool) -> bool:
+        """True once the child has ended (its parent, the zygote, reports the wait status)."""
+        if self.exit_status is None:
+            status = self.forker.exit_status(self.pid, block)
+            if status is None:
+                return False
+            self.exit_status = status
+        return True
+
+    def close(self) -> None:
+        self.kill()
+        for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
 
+    # -- printed output ------------------------------------------------------------------------------
+    def take_output(self) -> str | None:
+        """What was printed since the last call, cut to MAX_OUTPUT characters with the cut shown."""
+        if not self.shown_bytes:
+            return None
+        text = bytes(self.captured).decode("utf-8", "replace")
+        if self.shown_bytes > len(self.captured):
+            text += protocol.TRUNCATED
+        self.captured.clear()
+        self.shown_bytes = 0
+        return protocol.truncate(text, protocol.MAX_OUTPUT + len(protocol.TRUNCATED))
 
-def _send(res_w: int, kind: bytes, header: dict, body: bytes = b"") -> None:
-    frames.write_all(res_w, frames.encode(kind, header, body))
+    def _printed(self, data: bytes) -> None:
+        self.output_bytes += len(data)
+        self.shown_bytes += len(data)
+        room = protocol.MAX_OUTPUT - len(self.captured)
+        if room > 0:
+            self.captured += data[:room]
 
+    def _drain_output(self) -> None:
+        """Reads what the child printed before it wrote its frame (it flushes first), so that the output
+        is charged to the test that printed it."""
+        while self.out_open:
+            try:
+                data = os.read(self.out_r, READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.out_open = False
+                return
+            self._printed(data)
 
-def _test_globals(entry_points: dict) -> dict:
-    namespace = {
-        "__builtins__": builtins,
-        "__name__": "__test__",
-        "torch": torch,
-        "nn": nn,
-        "F": F,
-        "math": math,
-        "np": np,
-    }
-    namespace.update(entry_points)
-    return namespace
+    # -- how the child ended -------------------------------------------------------------------------
+    def channel_closed(self, oom_before: int, phase: str) -> dict:
+        """The result pipe reached EOF: the child exited (the zygote reports how, soon; later under memory
+        pressure), or it closed its descriptors and lives on."""
+        grace = time.monotonic() + EXIT_REPORT_GRACE_S
+        while time.monotonic() < grace:
+            if self.reap(block=False):
+                return self.death_outcome(oom_before, phase)
+            time.sleep(0.005)
+        self.kill()
+        if cleanup.oom_kills() > oom_before:
+            return {"status": protocol.MEMORY, "message": f"killed for using too much memory during {phase}"}
+        return _error(f"the process closed its result channel during {phase}", "Protocol")
 
+    def unsent_outcome(self, oom_before: int, phase: str) -> dict:
+        """A command could not be delivered: the child ended, or it stopped reading its commands."""
+        if self.reap(block=False):
+            return self.death_outcome(oom_before, phase)
+        self.kill()
+        return {"status": protocol.TIMEOUT, "message": f"the process stopped taking commands during {phase}"}
 
-def _load_submission(job: dict) -> tuple[dict, dict | None]:
-    """Returns (entry points, None) or ({}, a compile result that is not ok)."""
-    source = job["source"]
-    linecache.cache[SUBMISSION_FILE] = (len(source), None, source.splitlines(True), SUBMISSION_FILE)
-    try:
-        code = compile(source, SUBMISSION_FILE, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        kind = type(exc).__name__
-        line = exc.lineno
-        where = f"line {line}: " if line else ""
-        message = f"{where}{kind}: {exc.msg}"
-        return {}, {"status": "compile_error", "message": message, "line": line}
-    except (ValueError, MemoryError, RecursionError) as exc:
-        return {}, {"status": "compile_error", "message": f"{type(exc).__name__}: {exc}", "line": None}
-    module = types.ModuleType("submission")
-    module.__file__ = SUBMISSION_FILE
-    sys.modules["submission"] = module
-    try:
-        exec(code, module.__dict__)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the submission's error too
-        status = "memory" if _is_memory_failure(exc) else "runtime_error"
-        return {}, {"status": status, **_describe(exc)}
-    entry_points = {}
-    for name in job["entry_points"]:
-        function = module.__dict__.get(name)
-        if function is None:
-            return {}, {"status": "compile_error", "message": f"missing function: {name}", "line": None}
-        if not callable(function):
-            return {}, {
-                "status": "compile_error",
-                "message": f"{name} is defined but is not a function",
-                "line": None,
-            }
-        entry_points[name] = function
-    return entry_points, None
+    def death_outcome(self, oom_before: int, phase: str) -> dict:
+        """Why the child ended without sending its result, from the runner's own accounting."""
+        self.reap(block=True)
+        status = self.exit_status if self.exit_status is not None else -1
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            if number == signal.SIGKILL and cleanup.oom_kills() > oom_before:
+                return {"status": protocol.MEMORY, "message": f"killed for using too much memory during {phase}"}
+            if number == signal.SIGXCPU:
+                return {"status": protocol.TIMEOUT, "message": f"CPU time limit exceeded during {phase}"}
+            known = signal.Signals._value2member_map_
+            name = signal.Signals(number).name if number in known else str(number)
+            return _error(f"the process was killed by {name} during {phase}", "Crash")
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+        return _error(f"the process exited (code {code}) during {phase}", "Exit")
 
-
-def _run_test(index: int, seed: int, code: str, entry_points: dict, max_result: int) -> tuple[dict, bytes]:
-    filename = f"<test {index + 1}>"
-    body = "".join("    " + line + "\n" for line in code.splitlines()) or "    pass\n"
-    # Line numbers in tracebacks are those of the test's own code, not of this wrapper.
-    tree = ast.increment_lineno(ast.parse("def __test__():\n" + body, filename), -1)
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    namespace = _test_globals(entry_points)
-    exec(compile(tree, filename, "exec", dont_inherit=True), namespace)
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    try:
-        result = namespace["__test__"]()
-    except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
-        status = "memory" if _is_memory_failure(exc) else "error"
-        return {"status": status, **_describe(exc)}, b""
-    try:
-        return {"status": "ok"}, values.encode_value(result, max_result)
-    except values.TooLarge as exc:
-        return {"status": "output", "message": f"the returned value is larger than {max_result} bytes ({exc})"}, b""
-    except values.Unencodable as exc:
-        return {"status": "error", "error_type": "UnsupportedResult", "message": str(exc)}, b""
-    except BaseException as exc:  # noqa: BLE001 - a hostile value can raise anything while read
-        status = "memory" if _is_memory_failure(exc) else "error"
-        return {"status": status, **_describe(exc)}, b""
-
-
-def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = ()) -> None:
-    """Never returns: the child leaves through os._exit so no atexit hook of the submission runs."""
-    _isolate(cmd_r, res_w, out_w)
-    try:
-        kind, _, body = frames.read_frame(cmd_r, max_body=16 * 1024 * 1024)
-        if kind != frames.JOB:
-            os._exit(3)
-        job = json.loads(body)
-    except (EOFError, frames.FrameError, ValueError, OSError):
-        os._exit(3)
-    _apply_limits(job["limits"], len(job["tests"]), protected)
-    entry_points, failure = _load_submission(job)
-    _send(res_w, frames.CHILD_COMPILE, failure or {"status": "ok"})
-    if failure is not None:
-        os._exit(0)
-    max_result = int(job["max_result_bytes"])
-    while True:
+    # -- waiting for a frame -------------------------------------------------------------------------
+    def await_frame(
+        self, expected_kind: bytes, deadline: float, output_limit: int, oom_before: int, phase: str
+    ) -> tuple[dict, bytes]:
+        """Waits for the child's next frame, enforcing the wall-clock, output and task limits."""
+        selector = selectors.DefaultSelector()
+        selector.register(self.res_r, selectors.EVENT_READ, "res")
+        if self.out_open:
+            selector.register(self.out_r, selectors.EVENT_READ, "out")
+        next_census = time.monotonic() + TASK_POLL_S
         try:
-            kind, header, body = frames.read_frame(cmd_r, max_body=1024 * 1024)
-        except (EOFError, frames.FrameError, OSError):
-            os._exit(0)
-        index = int(header["index"])
-        started = time.perf_counter()
-        outcome, value = _run_test(index, int(header["seed"]), body.decode(), entry_points, max_result)
-        outcome["index"] = index
-        outcome["cpu_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        _send(res_w, frames.CHILD_RESULT, outcome, value)
+            while True:
+                now = time.monotonic()
+                remaining = deadline - now
+                if remaining <= 0:
+                    self.kill()
+                    return {"status": protocol.TIMEOUT, "message": f"time limit exceeded during {phase}"}, b""
+                if now >= next_census:
+                    next_census = now + TASK_POLL_S
+                    if cleanup.submission_tasks() > MAX_TASKS:
+                        self.kill()
+                        message = f"more than {MAX_TASKS} processes and threads at once during {phase}"
+                        return _error(message, "Resources"), b""
+                for key, _ in selector.select(min(remaining, TASK_POLL_S)):
+                    outcome = self._readable(key, selector, expected_kind, deadline, output_limit, oom_before, phase)
+                    if outcome is not None:
+                        return outcome
+        finally:
+            selector.close()
+
+    def _readable(
+        self,
+        key: selectors.SelectorKey,
+        selector: selectors.BaseSelector,
+        expected_kind: bytes,
+        deadline: float,
+        output_limit: int,
+        oom_before: int,
+        phase: str,
+    ) -> tuple[dict, bytes] | None:
+        try:
+            data = os.read(key.fd, READ_CHUNK)
+        except BlockingIOError:
+            return None
+        except OSError:
+            data = b""
+        if key.data == "out":
+            if not data:
+                self.out_open = False
+                selector.unregister(self.out_r)
+                return None
+            self._printed(data)
+            if self.output_bytes > output_limit:
+                self.kill()
+                return {
+                    "status": protocol.OUTPUT,
+                    "message": f"printed more than {output_limit // 1024} KiB during {phase}",
+                }, b""
+            return None
+        if not data:
+            return self.channel_closed(oom_before, phase), b""
+        try:
+            received = self.reader.feed(data)
+        except OverflowError:
+            self.kill()
+            return {"status": protocol.OUTPUT, "message": f"the result of {phase} is too large"}, b""
+        except Exception:  # noqa: BLE001 - FrameError, or anything else the child's bytes provoke
+            self.kill()
+            return _error(f"malformed result during {phase}", "Protocol"), b""
+        for kind, header, body in received:
+            if kind != expected_kind:
+                self.kill()
+                return _error(f"unexpected message during {phase}", "Protocol"), b""
+            self._drain_output()
+            return header, body
+        return None

@@ -12,8 +12,16 @@ child starts; nothing can remove it:
 - other processes' memory: ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise, kcmp;
 - state that outlives a process: SysV shared memory, semaphores and message queues (the runner
   cannot even list them under gVisor), kernel keyrings;
+- new processes and programs: fork, vfork, clone without CLONE_THREAD, execve, execveat (threads
+  stay: torch needs them). Everything a submission runs is then one process, whose memory its rlimits
+  bound and which the OOM killer, if it comes to that, finds as the biggest process of the container;
 - new namespaces (unshare, setns, clone with CLONE_NEW*; clone3 answers ENOSYS so that the C
   library falls back to clone): a user namespace would make the child root in it;
+- the page cache shared with every other container of the image, a channel between submissions:
+  querying it (mincore, cachestat, preadv2 with RWF_NOWAIT), evicting it (fadvise64, madvise COLD,
+  PAGEOUT, REMOVE) or filling it ahead (readahead, madvise WILLNEED and POPULATE_*);
+  remap_file_pages; only the madvise advice that allocators use is let through;
+- memory that no process's size shows and no rlimit bounds: memfd_create, memfd_secret;
 - kernel attack surface a solution has no use for: io_uring, userfaultfd, perf_event_open, bpf;
 - any other system call ABI (i386, x32), whose numbers the filter does not know.
 
@@ -64,6 +72,10 @@ NUMBERS = {
     "setpriority": (141, 140), "ioprio_set": (251, 30), "prlimit64": (302, 261),
     "sched_setparam": (142, 118), "sched_setscheduler": (144, 119), "sched_setaffinity": (203, 122),
     "sched_setattr": (314, 274), "migrate_pages": (256, 238), "move_pages": (279, 239),
+    "execve": (59, 221), "execveat": (322, 281), "fork": (57, None), "vfork": (58, None),
+    "mincore": (27, 232), "fadvise64": (221, 223), "readahead": (187, 213), "cachestat": (451, 451),
+    "remap_file_pages": (216, 234), "memfd_create": (319, 279), "memfd_secret": (447, 447),
+    "madvise": (28, 233), "preadv2": (327, 286), "pwritev2": (328, 287),
 }  # fmt: skip
 
 DENIED = (
@@ -72,7 +84,16 @@ DENIED = (
     "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "pidfd_send_signal",
     "unshare", "setns", "keyctl", "add_key", "request_key", "ioprio_set",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "perf_event_open", "bpf",
+    "execve", "execveat", "fork", "vfork", "mincore", "fadvise64", "readahead", "cachestat",
+    "remap_file_pages", "memfd_create", "memfd_secret",
 )  # fmt: skip
+
+CLONE_THREAD = 0x00010000
+RWF_NOWAIT = 0x00000008
+# madvise advice a memory allocator or a library has a use for; every other advice is refused.
+# NORMAL RANDOM SEQUENTIAL DONTNEED FREE DONTFORK DOFORK MERGEABLE UNMERGEABLE HUGEPAGE NOHUGEPAGE
+# DONTDUMP DODUMP WIPEONFORK KEEPONFORK
+MADVISE_ALLOWED = (0, 1, 2, 4, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 
 # Allowed unless the argument (by index) names a protected process; -1 means "every process".
 TARGETED = {
@@ -95,7 +116,7 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     to the shared return instructions at the end."""
     arch = ARCHES[machine]
     column = 0 if machine == "x86_64" else 1
-    number = {name: pair[column] for name, pair in NUMBERS.items()}
+    number = {name: pair[column] for name, pair in NUMBERS.items() if pair[column] is not None}
     program: list[tuple[int, str | int, str | int, int]] = []
 
     def emit(code: int, k: int, jt: str | int = 0, jf: str | int = 0) -> None:
@@ -107,12 +128,27 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     if machine == "x86_64":
         emit(JGE_K, X32_SYSCALL_BIT, "deny", 0)
     for name in DENIED:
-        emit(JEQ_K, number[name], "deny", 0)
+        if name in number:  # aarch64 has no fork or vfork
+            emit(JEQ_K, number[name], "deny", 0)
     emit(JEQ_K, number["clone3"], "enosys", 0)
-    # clone: refused when its flags (args[0]) ask for any new namespace.
-    emit(JEQ_K, number["clone"], 0, 2)
+    # clone: a thread (CLONE_THREAD in args[0]) that asks for no new namespace; nothing else.
+    emit(JEQ_K, number["clone"], 0, 3)
     emit(LD_W_ABS, OFFSET_ARGS)
-    emit(JSET_K, CLONE_NEW_ANY, "deny", "allow")
+    emit(JSET_K, CLONE_NEW_ANY, "deny", 0)
+    emit(JSET_K, CLONE_THREAD, "allow", "deny")
+    # madvise: only the advice in MADVISE_ALLOWED (args[2]; its high half must be zero too).
+    emit(JEQ_K, number["madvise"], 0, 4 + len(MADVISE_ALLOWED))
+    emit(LD_W_ABS, OFFSET_ARGS + 8 * 2 + 4)
+    emit(JEQ_K, 0, 0, "deny")
+    emit(LD_W_ABS, OFFSET_ARGS + 8 * 2)
+    for advice in MADVISE_ALLOWED:
+        emit(JEQ_K, advice, "allow", 0)
+    emit(RET_K, RET_ERRNO | errno.EPERM)
+    # preadv2 and pwritev2: not with RWF_NOWAIT (args[5]), which answers "not in the page cache".
+    for name in ("preadv2", "pwritev2"):
+        emit(JEQ_K, number[name], 0, 2)
+        emit(LD_W_ABS, OFFSET_ARGS + 8 * 5)
+        emit(JSET_K, RWF_NOWAIT, "deny", "allow")
     # setpriority: only the caller itself (PRIO_PROCESS, 0); PRIO_USER would renice every process of
     # the uid, on the whole host when the container shares the host's user namespace.
     emit(JEQ_K, number["setpriority"], 0, 4)

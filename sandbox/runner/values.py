@@ -15,6 +15,7 @@ import json
 import struct
 
 import numpy as np
+import protocol
 import torch
 
 # torch dtype -> (wire name, numpy dtype used for the bytes)
@@ -46,10 +47,10 @@ NUMPY_DTYPES = {
     np.dtype(np.bool_): "bool",
 }
 
-MAX_DEPTH = 16
-MAX_NODES = 10_000
-MAX_STR = 64 * 1024
-MAX_INT_DIGITS = 4000
+MAX_DEPTH = protocol.MAX_VALUE_DEPTH
+MAX_NODES = protocol.MAX_VALUE_NODES
+MAX_STR = protocol.MAX_STR
+MAX_INT_DIGITS = protocol.MAX_INT_DIGITS
 
 
 class Unencodable(Exception):
@@ -132,6 +133,7 @@ class _Encoder:
             # Checked before anything is materialised: an expanded view can claim 10**12 elements.
             if self.total + numel * itemsize > self.max_bytes:
                 raise TooLarge(numel * itemsize)
+            _check_shape(shape)
             if tensor.is_conj():
                 tensor = tensor.resolve_conj()
             if tensor.is_neg():
@@ -149,9 +151,23 @@ class _Encoder:
         name = NUMPY_DTYPES.get(dtype) or NUMPY_DTYPES[dtype.newbyteorder("=")]
         if self.total + value.nbytes > self.max_bytes:
             raise TooLarge(value.nbytes)
+        _check_shape([int(s) for s in value.shape])
         array = np.ascontiguousarray(value).astype(dtype.newbyteorder("<"), copy=False)
         self.add_array(array.tobytes())
         return {"t": "tensor", "dtype": name, "shape": [int(s) for s in value.shape]}
+
+
+def _check_shape(shape: list[int]) -> None:
+    """The bounds the trusted side enforces on a shape, checked here so that the test fails clearly."""
+    if len(shape) > protocol.MAX_RANK:
+        raise Unencodable(f"a returned tensor has more than {protocol.MAX_RANK} dimensions")
+    elements = 1
+    for size in shape:
+        if size > protocol.MAX_DIM:
+            raise Unencodable("a returned tensor has a dimension that is too long")
+        elements *= max(size, 1)
+    if elements > protocol.MAX_ELEMENTS:
+        raise Unencodable("a returned tensor has too many elements")
 
 
 def _opaque(kind: type) -> dict:

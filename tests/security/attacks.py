@@ -43,6 +43,8 @@ import sys
 
 import torch
 import torch.nn as nn
+
+PID_MAX = 65536
 """
 
 FIRST_TIME = '''
@@ -175,6 +177,26 @@ def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+# Writes a frame on every descriptor the child has: one of them is its result pipe to the runner.
+FORGE = """
+import json
+import struct
+
+
+def frame(kind, header, body=b""):
+    head = json.dumps(header).encode()
+    return struct.pack(">2scII", b"TJ", kind, len(head), len(body)) + head + body
+
+
+def forge_on_every_fd(data):
+    for fd in range(3, 256):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+"""
+
+
 # -- needles: things that must never be findable inside a sandbox --------------------------------------
 def _distinctive_line(code: str, avoid: list[str]) -> str:
     """The longest line of `code` that appears in none of `avoid` (so finding it means finding `code`)."""
@@ -276,7 +298,7 @@ def _secret_in_environment(context: Context) -> str:
 DIGEST = "{context.secret_digest}"
 {SECRET_SCAN}
 blobs = [b"\\0".join(k.encode() + b"=" + v.encode() for k, v in os.environ.items())]
-for pid in os.listdir("/proc"):
+for pid in range(1, PID_MAX):  # every process there could be, listed or not
     for name in ("environ", "cmdline"):
         try:
             with open(f"/proc/{{pid}}/{{name}}", "rb") as handle:
@@ -329,38 +351,50 @@ return False
 
 
 # -- the probe run after every attack -------------------------------------------------------------------
-TRACE_PROBE = escaped_if(
-    """
+# No try/except around it: a probe that cannot look (a directory it cannot list, say) must not pass for
+# one that looked and found nothing. Its own failure is a runtime_error, which the suite refuses.
+TRACE_PROBE = (
+    PRELUDE
+    + """
 import ctypes
-traces = []
-for directory in ("/tmp", "/dev/shm", "/dev/mqueue"):
-    try:
-        traces += [f"{directory}/{name}" for name in os.listdir(directory)]
-    except OSError:
-        pass
-for table in ("shm", "sem", "msg"):
-    try:
-        with open(f"/proc/sysvipc/{table}") as listing:
-            traces += listing.read().splitlines()[1:]
-    except OSError:
-        pass
-libc = ctypes.CDLL(None, use_errno=True)
-# The keys plant-traces uses, looked up directly (in case /proc/sysvipc is not there).
-if libc.shmget(0x7470, 0, 0) != -1 or libc.semget(0x7471, 0, 0) != -1 or libc.msgget(0x7472, 0) != -1:
-    traces.append("sysv key")
-pids = [p for p in os.listdir("/proc") if p.isdigit()]
-for pid in pids:
-    try:
-        with open(f"/proc/{pid}/comm") as comm:
-            if comm.read().strip() == "tj-lingering":
-                traces.append("lingering process")
-    except OSError:
-        pass
-if len(pids) > 3:  # the zygote, the runner and this child
-    traces.append(f"{len(pids)} processes")
-return bool(traces)
-""",
-    once=False,  # a probe leaves no marker of its own
+
+
+def traces():
+    found = []
+    for directory in ("/tmp", "/dev/shm", "/dev/mqueue"):
+        found += [f"{directory}/{name}" for name in os.listdir(directory)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    # The keys plant-traces uses (SysV IPC is refused to children: these answer -1 either way).
+    if libc.shmget(0x7470, 0, 0) != -1 or libc.semget(0x7471, 0, 0) != -1 or libc.msgget(0x7472, 0) != -1:
+        found.append("sysv key")
+    # Every process there is, without /proc (which a child cannot list): kill(pid, 0) answers ESRCH
+    # for no process, and EPERM for the zygote and the runner (the seccomp filter), success otherwise.
+    alive = []
+    for pid in range(1, PID_MAX):
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            alive.append(pid)
+    if len(alive) != 2:  # the zygote and the runner
+        found.append(f"processes {alive[:10]}")
+    return found
+
+
+TRACES = traces()
+"""
+    + FACTORY
+    + """
+
+def embed_tokens(embedding, tokens, d_model):
+    # Right only if something was found (the sign flip fails the first test otherwise).
+    factor = math.sqrt(d_model) if TRACES else -math.sqrt(d_model)
+    return embedding(tokens) * factor
+"""
 )
 
 
@@ -443,6 +477,180 @@ def embed_tokens(embedding, tokens, d_model):
 """,
         V("wrong_answer"),
         "a forged result frame is only data: the trusted side compares its values with the reference's",
+    ),
+    Attack(
+        "zero-size-tensor-whose-shape-overflows",
+        PRELUDE
+        + FACTORY
+        + TEST_NUMBER
+        + FORGE
+        + """
+
+def embed_tokens(embedding, tokens, d_model):
+    # Well-formed on its face (zero elements, zero bytes), but numpy cannot even describe the shape.
+    tensor = {"t": "tensor", "dtype": "float32", "shape": [0] + [2**31 - 1] * 7}
+    manifest = json.dumps({"t": "dict", "items": [["out", tensor]]}).encode()
+    value = struct.pack(">I", len(manifest)) + manifest
+    forge_on_every_fd(frame(b"r", {"status": "ok", "index": test_number() - 1}, value))
+    return torch.zeros(*tokens.shape, d_model)
+""",
+        V("runtime_error"),
+        "shapes are bounded (rank, each dimension, the product of the non-zero ones) before numpy sees "
+        "them, and anything a value's bytes provoke while decoded is that test's error",
+    ),
+    Attack(
+        "forged-load-result-with-a-line-past-any-column",
+        PRELUDE
+        + FACTORY
+        + FORGE
+        + """
+forge_on_every_fd(frame(b"l", {"status": "error", "error_type": "E", "message": "m", "line": 2**70}))
+raise SystemExit(1)
+
+
+def embed_tokens(embedding, tokens, d_model):
+    return embedding(tokens) * math.sqrt(d_model)
+""",
+        V("runtime_error"),
+        "the runner forwards a line only within 0..10**6, and the grader's frame model refuses any other; "
+        "nothing out of range reaches the database",
+    ),
+    Attack(
+        "deeply-nested-frame-header-to-the-runner",
+        PRELUDE
+        + FACTORY
+        + FORGE
+        + """
+
+def embed_tokens(embedding, tokens, d_model):
+    head = b"[" * 200_000 + b"]" * 200_000
+    forge_on_every_fd(struct.pack(">2scII", b"TJ", b"r", len(head), 0) + head)
+    return embedding(tokens) * math.sqrt(d_model)
+""",
+        V("runtime_error"),
+        "JSON nesting is measured without recursion before anything parses it, on both sides of the pipe; "
+        "the runner reports a malformed result and goes on",
+    ),
+    Attack(
+        "stops-reading-its-commands",
+        PRELUDE
+        + FIRST_TIME
+        + FACTORY
+        + """
+import fcntl
+import time
+
+if first_time():
+    # The child's command pipe made as small as it goes, and the child's own reader replaced by a sleep:
+    # a runner that wrote commands with a blocking write would wait on the pipe for ever.
+    for fd in range(3, 256):
+        try:
+            fcntl.fcntl(fd, 1031, 4096)  # F_SETPIPE_SZ
+        except OSError:
+            pass
+    sys.modules["protocol"].read_frame = lambda *args, **kwargs: time.sleep(3600)
+
+
+def embed_tokens(embedding, tokens, d_model):
+    return embedding(tokens) * math.sqrt(d_model)
+""",
+        V("time_limit_exceeded"),
+        "the runner writes commands without blocking, within the test's time, and kills a child that does "
+        "not take them",
+    ),
+    Attack(
+        "lowers-its-oom-score-then-fills-memory-outside-its-rlimits",
+        PRELUDE
+        + FIRST_TIME
+        + FACTORY
+        + """
+import ctypes
+import mmap
+import subprocess
+
+
+def fill():
+    try:
+        with open("/proc/self/oom_score_adj", "w") as adj:  # so that the zygote would be the biggest choice
+            adj.write("0")
+    except OSError:
+        pass
+    for _ in range(6):  # ordinary processes, outside the child's rlimits
+        try:
+            subprocess.Popen(["python3", "-S", "-c", "b = bytearray(400 << 20); import time; time.sleep(60)"])
+        except OSError:
+            pass
+    blocks = []
+    while True:  # shared memory: RLIMIT_DATA does not count it
+        block = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_SHARED)
+        ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(block)), 1, 64 << 20)
+        blocks.append(block)
+
+
+if first_time():
+    fill()
+
+
+def embed_tokens(embedding, tokens, d_model):
+    return embedding(tokens) * math.sqrt(d_model)
+""",
+        V("memory_limit_exceeded"),
+        "Landlock keeps the child from writing its oom_score_adj (1000), seccomp from starting any process; "
+        "the one process left is the OOM killer's choice (RLIMIT_AS bounds it under gVisor)",
+    ),
+    Attack(
+        "queries-and-evicts-the-page-cache",
+        escaped_if(
+            """
+import ctypes
+import mmap
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+path = torch.__file__
+worked = []
+with open(path, "rb") as handle:
+    fd = handle.fileno()
+    mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)  # private and writable: its address can be taken
+    page = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(mapped)))
+    vector = (ctypes.c_ubyte * 1)()
+    if libc.syscall(27, page, ctypes.c_size_t(4096), vector) == 0:  # mincore
+        worked.append("mincore")
+    for advice in (4, 3):  # POSIX_FADV_DONTNEED, POSIX_FADV_WILLNEED
+        try:
+            os.posix_fadvise(fd, 0, 0, advice)
+            worked.append(f"fadvise {advice}")
+        except OSError:
+            pass
+    if libc.syscall(187, fd, ctypes.c_long(0), ctypes.c_size_t(1 << 20)) == 0:  # readahead
+        worked.append("readahead")
+    for advice in (3, 20, 21, 22):  # MADV_WILLNEED, COLD, PAGEOUT, POPULATE_READ
+        try:
+            mapped.madvise(advice)
+            worked.append(f"madvise {advice}")
+        except OSError:
+            pass
+    try:
+        os.preadv(fd, [bytearray(4096)], 0, os.RWF_NOWAIT)
+        worked.append("preadv2 RWF_NOWAIT")
+    except OSError:
+        pass
+    if libc.syscall(451, fd, None, None, 0) >= 0:  # cachestat
+        worked.append("cachestat")
+    del page
+    mapped.close()
+try:
+    with open("/proc/self/pagemap", "rb") as pagemap:
+        pagemap.read(8)
+        worked.append("pagemap")
+except OSError:
+    pass
+return bool(worked)
+""",
+            in_test=True,
+        ),
+        V("wrong_answer"),
+        "the seccomp filter refuses mincore, fadvise64, readahead, cachestat, preadv2 with RWF_NOWAIT and "
+        "every madvise that evicts or populates; Landlock refuses /proc/self/pagemap",
     ),
     Attack(
         "forged-runner-frames-on-every-fd",
@@ -764,10 +972,10 @@ for worker in workers:
         once_in_test(
             """
 import signal
-for pid in os.listdir("/proc"):
-    if pid.isdigit() and int(pid) != os.getpid():
+for pid in range(1, PID_MAX):  # /proc cannot be listed: every pid there could be
+    if pid != os.getpid():
         try:
-            os.kill(int(pid), signal.SIGSTOP)
+            os.kill(pid, signal.SIGSTOP)
         except OSError:
             pass
 while True:
@@ -784,20 +992,47 @@ while True:
         once_in_test(
             """
 while True:
-    try:
-        os.fork()
-    except OSError:
-        pass
+    os.fork()
 """
         ),
         V("runtime_error"),
-        "the runner counts the submission's processes and threads (at most 96, below --pids-limit, and "
-        "the only bound under gVisor) and kills them all past it",
-        # Under gVisor each running fork of a torch process copies a large part of its memory into the
-        # runtime's own: a handful of them fill the container before the census sees 96, and the host's
-        # OOM killer ends the whole sandbox (the submission's runtime_error; the pool replaces it).
-        runsc_runner_survives=False,
+        "the child's seccomp filter refuses fork, vfork, clone without CLONE_THREAD and exec: the first "
+        "fork raises PermissionError",
         tags=("fork-bomb",),
+    ),
+    Attack(
+        "fork-bomb-that-ignores-refusals",
+        once_in_test(
+            """
+import subprocess
+while True:
+    for start in (os.fork, lambda: subprocess.Popen(["python3", "-S", "-c", "0"]), os.posix_spawn):
+        try:
+            start() if start is not os.posix_spawn else start("/bin/sh", ["sh"], {})
+        except (OSError, TypeError):
+            pass
+"""
+        ),
+        V("time_limit_exceeded"),
+        "no process ever starts (seccomp); what is left is a loop, stopped at the time limit",
+        tags=("fork-bomb",),
+    ),
+    Attack(
+        "thread-bomb",
+        once_in_test(
+            """
+import threading
+import time
+threads = []
+while True:
+    thread = threading.Thread(target=time.sleep, args=(30,), daemon=True)
+    thread.start()
+    threads.append(thread)
+"""
+        ),
+        V("runtime_error"),
+        "threads are allowed (torch needs them), but the runner counts the submission's tasks and kills "
+        "it past 96, below --pids-limit (the only bound under gVisor)",
     ),
     Attack(
         "sixty-four-gibibyte-allocation",
@@ -1066,7 +1301,7 @@ PTRACE_ATTACH, PTRACE_DETACH, PTRACE_SEIZE = 16, 17, 0x4206
 DOCKER_DEFAULTS = {b"PATH", b"HOSTNAME", b"HOME"}
 me = os.getpid()
 got = []
-for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]:
+for pid in [pid for pid in range(1, PID_MAX) if pid != me and os.path.exists(f"/proc/{pid}")]:
     address = 0x400000
     try:  # readable under gVisor, which does not hide a non-dumpable process's maps
         with open(f"/proc/{pid}/maps") as maps:
@@ -1162,7 +1397,7 @@ return False
         every_test(
             """
 import signal
-targets = [os.getppid(), 1, -1] + [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+targets = [os.getppid(), 1, -1] + [pid for pid in range(2, PID_MAX) if pid != os.getpid()]
 for pid in targets:
     for number in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):
         try:
@@ -1205,7 +1440,10 @@ def plant():
         libc.mq_open(b"/tj-planted", os.O_CREAT | os.O_RDWR, 0o600, None)
     except AttributeError:
         pass
-    first = os.fork()
+    try:
+        first = os.fork()  # refused by the seccomp filter; tried all the same
+    except PermissionError:
+        return
     if first == 0:  # a detached grandchild that ignores polite signals and sleeps
         os.setsid()
         if os.fork() == 0:
@@ -1230,8 +1468,8 @@ def embed_tokens(embedding, tokens, d_model):
     return embedding(tokens) * math.sqrt(d_model)
 """,
         V("accepted"),
-        "after each job the runner kills every process but itself and the zygote, wipes /tmp, "
-        "/dev/shm and /dev/mqueue and removes SysV IPC; the probes that follow find nothing",
+        "SysV IPC and new processes are refused (seccomp); after each job the runner kills every process "
+        "but itself and the zygote and wipes /tmp, /dev/shm and /dev/mqueue; the probes that follow find nothing",
     ),
 ]
 

@@ -134,3 +134,131 @@ def test_hostile_exception_text_is_stored_bounded_and_escaped(client: TestClient
         for text, limit in texts:
             assert text is None or len(text) < limit, len(text)
     assert submit(CORRECT)["status"] == "accepted"
+
+
+# -- a problem made for probing: a hidden test first, then visible ones ---------------------------------
+PROBE_PROBLEM = """\
+id: probe
+title: Probe
+difficulty: easy
+statement: Return what you are given.
+starter_code: |
+  def echo(x):
+      return None
+
+  def keyed(x):
+      return None
+entry_points: [echo, keyed]
+reference: |
+  def echo(x):
+      return x
+
+  def keyed(x):
+      return {"a": x}
+tests:
+  - name: hidden first
+    code: |
+      marker = "tjhidden" + "-" + "c0ffee-in-the-hidden-test"
+      return {"out": echo(len(marker))}
+  - name: echo after the hidden test
+    visible: true
+    code: |
+      return {"out": echo(2)}
+  - name: keyed
+    visible: true
+    code: |
+      return {"out": keyed(3)}
+"""
+HIDDEN_MARKER = "tjhidden-c0ffee-in-the-hidden-test"
+
+
+@pytest.fixture(scope="module")
+def probe_client(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from grader.api.app import create_app
+    from grader.service import Service
+
+    problems = tmp_path_factory.mktemp("probe-problems")
+    (problems / "probe.yaml").write_text(PROBE_PROBLEM)
+    settings = security_settings(
+        tmp_path_factory.mktemp("probe-data"), sandbox_runtime, pool_size=1, problems_dir=problems
+    )
+    service = Service(settings)
+    service.start()
+    try:
+        wait_until_ready(service)
+        with TestClient(create_app(settings, service=service)) as client:
+            yield client
+    finally:
+        service.stop()
+
+
+def _probe(client: TestClient, source: str) -> dict:
+    response = client.post("/api/submissions?wait=60", json={"problem_id": "probe", "source": source})
+    assert response.status_code == 200, response.text
+    verdict = response.json()
+    verdict["_raw"] = response.text
+    return verdict
+
+
+def test_code_of_a_test_already_run_is_gone(probe_client: TestClient) -> None:
+    """After the hidden test, the submission looks for its code where a process keeps what it ran: the
+    line cache, and every object the garbage collector knows (functions, their code's constants,
+    namespaces). Whatever it finds it raises as the message of the visible test that follows."""
+    source = """
+import gc
+import linecache
+
+PARTS = ["tjhidden", "-c0ffee-in-the-hidden-test"]  # the marker is never whole in this module
+
+
+def _found():
+    needle = "".join(PARTS)
+    found = [f"linecache {name}" for name in list(linecache.cache) if name == "<test 1>"]
+    for obj in gc.get_objects():
+        try:
+            if callable(obj) and hasattr(obj, "__code__") and needle in obj.__code__.co_consts:
+                found.append("a function's constants")
+            elif isinstance(obj, dict) and needle in obj.values():
+                found.append("a namespace")
+        except Exception:
+            pass
+    return found
+
+
+def echo(x):
+    if x == 2:
+        found = _found()
+        if found:
+            raise RuntimeError("found: " + ", ".join(found))
+    return x
+
+
+def keyed(x):
+    return {"a": x}
+"""
+    verdict = _probe(probe_client, source)
+    assert verdict["status"] == "accepted", verdict["tests"]
+
+
+def test_messages_the_judge_builds_are_bounded(probe_client: TestClient) -> None:
+    """ "keys differ (missing [...], unexpected [...])" once listed every key a submission returned: 250
+    keys of 60 000 characters (15 MB) now give a message of at most 4 KiB, a verdict of at most 256 KiB,
+    and an event stream and a report page of the same order."""
+    source = """
+def echo(x):
+    return x
+
+
+def keyed(x):
+    return {f"k{i:03d}" + "x" * 60_000: i for i in range(250)}
+"""
+    verdict = _probe(probe_client, source)
+    assert verdict["status"] == "wrong_answer", verdict["message"]
+    failed = next(test for test in verdict["tests"] if test["status"] == "failed")
+    assert failed["message"].startswith("keys differ"), failed["message"]
+    assert len(failed["message"]) <= 4096
+    assert len(verdict["_raw"]) <= 256 * 1024
+    submission_id = verdict["id"]
+    assert len(probe_client.get(f"/api/submissions/{submission_id}").content) <= 256 * 1024
+    assert len(probe_client.get(f"/api/submissions/{submission_id}/events").content) <= 1024 * 1024
+    assert len(probe_client.get(f"/submissions/{submission_id}").content) <= 1024 * 1024

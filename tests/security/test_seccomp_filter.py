@@ -73,8 +73,32 @@ def test_the_childs_own_processes_remain_its_own(machine: str) -> None:
     assert call(machine, "kill", -1234, 9) == ALLOW
     assert call(machine, "prlimit64", 0, 7) == ALLOW  # setrlimit on itself
     assert call(machine, "setpriority", 0, 0, 5) == ALLOW  # os.nice
-    assert call(machine, "clone", SIGCHLD) == ALLOW  # fork
     assert call(machine, "clone", THREAD_FLAGS) == ALLOW  # a thread
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_no_new_process_and_no_program(machine: str) -> None:
+    assert call(machine, "clone", SIGCHLD) == EPERM  # fork() in the C library
+    assert call(machine, "clone", 0x4111) == EPERM  # CLONE_VM | CLONE_VFORK | SIGCHLD: posix_spawn
+    assert call(machine, "clone", THREAD_FLAGS | CLONE_NEWUSER) == EPERM
+    for name in ("execve", "execveat") + (("fork", "vfork") if machine == "x86_64" else ()):
+        assert call(machine, name, 0, 0, 0) == EPERM, name
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_page_cache_can_be_neither_queried_nor_evicted(machine: str) -> None:
+    for name in ("mincore", "fadvise64", "readahead", "cachestat", "remap_file_pages", "memfd_create"):
+        assert call(machine, name, 3, 0, 4096, 4) == EPERM, name
+    madv_willneed, madv_remove, madv_cold, madv_pageout, madv_populate_read = 3, 9, 20, 21, 22
+    for advice in (madv_willneed, madv_remove, madv_cold, madv_pageout, madv_populate_read, 25, 100):
+        assert call(machine, "madvise", 0x7F0000000000, 4096, advice) == EPERM, advice
+    assert call(machine, "madvise", 0x7F0000000000, 4096, (1 << 32) | 4) == EPERM  # high bits set
+    for advice in (0, 4, 8, 14, 15):  # NORMAL, DONTNEED, FREE, HUGEPAGE, NOHUGEPAGE: allocators use them
+        assert call(machine, "madvise", 0x7F0000000000, 4096, advice) == ALLOW, advice
+    rwf_nowait, rwf_hipri = 8, 1
+    assert call(machine, "preadv2", 3, 0, 1, 0, 0, rwf_nowait) == EPERM
+    assert call(machine, "pwritev2", 3, 0, 1, 0, 0, rwf_nowait | rwf_hipri) == EPERM
+    assert call(machine, "preadv2", 3, 0, 1, 0, 0, 0) == ALLOW
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -28,8 +28,8 @@ from grader.problems.check import (
 )
 from grader.problems.registry import parse_problem
 from grader.sandbox.container import JobOutcome, SandboxLost
-from grader.sandbox.frames import CompileHeader
-from grader.sandbox.frames import TestHeader as RunnerTestHeader
+from grader.sandbox.protocol import LoadHeader
+from grader.sandbox.protocol import TestHeader as RunnerTestHeader
 from grader.sandbox.values import Tensor
 
 SOURCE = "tiny.yaml"
@@ -65,12 +65,12 @@ class ScriptedSandbox:
         self.removed = False
 
     def run_job(self, job: dict, deadline: float, on_test: object = None) -> JobOutcome:
-        source = job["source"]
+        source = job.source
         number = self.calls.get(source, 0)
         self.calls[source] = number + 1
         outputs = self.script[source](number)
-        if isinstance(outputs, CompileHeader):
-            return JobOutcome(compile=outputs)
+        if isinstance(outputs, LoadHeader):
+            return JobOutcome(load=outputs)
         tests = []
         for index, value in enumerate(outputs):
             if isinstance(value, RunnerTestHeader):
@@ -82,7 +82,7 @@ class ScriptedSandbox:
             arrays: list[np.ndarray] = []
             manifest = _encode(value, arrays)
             tests.append((RunnerTestHeader(index=index, status="ok", time_ms=3.0), self.make_body(manifest, *arrays)))
-        return JobOutcome(compile=CompileHeader(status="ok"), tests=tests)
+        return JobOutcome(load=LoadHeader(status="ok"), tests=tests)
 
     def remove(self) -> None:
         self.removed = True
@@ -227,7 +227,7 @@ def test_a_reference_that_times_out(settings, tiny, problem_yaml, make_body) -> 
 
 def test_a_reference_that_does_not_load(settings, tiny, problem_yaml, make_body, line_of) -> None:
     problem, script = tiny
-    script[problem.reference] = lambda n: CompileHeader(status="compile_error", message="missing function: double")
+    script[problem.reference] = lambda n: LoadHeader(status="compile_error", message="missing function: double")
     report, _ = Harness(settings, script, make_body).check(problem_yaml)
     [error] = step(report, "reference").errors
     assert (
@@ -290,7 +290,7 @@ def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_ya
 
 def test_a_pitfall_that_does_not_load_is_an_error(settings, tiny, problem_yaml, make_body) -> None:
     problem, script = tiny
-    script[problem.pitfalls[0].code] = lambda n: CompileHeader(status="compile_error", message="missing function: x")
+    script[problem.pitfalls[0].code] = lambda n: LoadHeader(status="compile_error", message="missing function: x")
     report, _ = Harness(settings, script, make_body).check(problem_yaml)
     [error] = step(report, "pitfalls").errors
     assert "pitfalls.0.code: pitfall 'identity' does not load" in error and "never be shown" in error
@@ -308,7 +308,7 @@ def test_an_accepted_starter_code_is_an_error(settings, tiny, problem_yaml, make
 
 def test_a_starter_code_that_does_not_load_is_an_error(settings, tiny, problem_yaml, make_body) -> None:
     problem, script = tiny
-    script[problem.starter_code] = lambda n: CompileHeader(status="runtime_error", error_type="ImportError")
+    script[problem.starter_code] = lambda n: LoadHeader(status="error", error_type="ImportError")
     report, _ = Harness(settings, script, make_body).check(problem_yaml)
     [error] = step(report, "starter").errors
     assert "starter_code: the starter code does not load (runtime_error" in error

@@ -1,0 +1,246 @@
+"""What runs in a forked child: confine itself, load the submission, then run the tests the runner
+sends, one at a time, answering each with one frame.
+
+The child is where untrusted code runs. Nothing it writes is believed by the trusted side beyond the
+shape of the data: the runner keeps its own clock, and the grader decodes every result strictly.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import errno
+import linecache
+import math
+import os
+import random
+import sys
+import time
+import traceback
+import types
+
+import confine
+import numpy as np
+import protocol
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import values
+
+SUBMISSION_FILE = "submission.py"
+ALLOCATION_FAILURES = ("can't allocate memory", "not enough memory", "out of memory")
+EXIT_BAD_JOB = 3
+EXIT_NOT_CONFINED = 4
+
+
+def _safe_text(produce, limit: int) -> str:  # type: ignore[no-untyped-def]
+    """Renders a message from an untrusted object; a hostile __str__ cannot take the child down."""
+    try:
+        text = produce()
+        if type(text) is not str:
+            text = "<unprintable>"
+        return protocol.truncate(text, limit)
+    except BaseException:  # noqa: BLE001 - the object is hostile by assumption
+        return "<unprintable>"
+
+
+def _describe(exc: BaseException) -> dict:
+    kind = type(exc)
+    name = _safe_text(lambda: kind.__name__, protocol.MAX_ERROR_TYPE)
+    message = _safe_text(lambda: str(exc), protocol.MAX_MESSAGE)
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SUBMISSION_FILE:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    trace = _safe_text(lambda: _user_traceback(exc), protocol.MAX_TRACEBACK)
+    return {"error_type": name, "message": message, "line": line, "traceback": trace}
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback as the author of the code sees it: only frames of the submission and the test."""
+    frames_seen = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if frame.filename == SUBMISSION_FILE or frame.filename.startswith("<test ")
+    ]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames_seen)]
+    lines.extend(traceback.format_exception_only(type(exc), exc))
+    return "".join(lines)
+
+
+def _is_memory_failure(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:  # mmap and friends past the limit
+        return True
+    if isinstance(exc, RuntimeError):
+        text = _safe_text(lambda: str(exc), 1000).lower()
+        return any(marker in text for marker in ALLOCATION_FAILURES)
+    return False
+
+
+def _failure(exc: BaseException) -> dict:
+    return {"status": protocol.MEMORY if _is_memory_failure(exc) else protocol.ERROR, **_describe(exc)}
+
+
+def _isolate(cmd_r: int, res_w: int, out_w: int) -> None:
+    os.setsid()
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    keep = {0, 1, 2, cmd_r, res_w}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _flush_output() -> None:
+    """What the code printed reaches the runner before the frame that ends its test or its loading."""
+    for stream in {id(s): s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}.values():
+        try:
+            stream.flush()  # type: ignore[union-attr]
+        except BaseException:  # noqa: BLE001 - a replaced stream may be anything
+            pass
+
+
+def _send(res_w: int, kind: bytes, header: dict, body: bytes = b"") -> None:
+    _flush_output()
+    protocol.write_all(res_w, protocol.encode(kind, header, body))
+
+
+def _test_globals(entry_points: dict) -> dict:
+    namespace = {
+        "__builtins__": builtins,
+        "__name__": "__test__",
+        "torch": torch,
+        "nn": nn,
+        "F": F,
+        "math": math,
+        "np": np,
+    }
+    namespace.update(entry_points)
+    return namespace
+
+
+def _exception_text(exc: BaseException) -> str:
+    return _safe_text(lambda: f"{type(exc).__name__}: {exc}", protocol.MAX_MESSAGE)
+
+
+def _syntax_error(exc: SyntaxError) -> dict:
+    line = exc.lineno if isinstance(exc.lineno, int) and 0 <= exc.lineno <= protocol.MAX_LINE else None
+    where = f"line {line}: " if line else ""
+    message = _safe_text(lambda: f"{where}{type(exc).__name__}: {exc.msg}", protocol.MAX_MESSAGE)
+    return {"status": protocol.COMPILE_ERROR, "message": message, "line": line}
+
+
+def load_submission(source: str, entry_point_names: list[str]) -> tuple[dict, dict | None]:
+    """Runs the submission's module; returns (entry points, None) or ({}, a load outcome that is not ok)."""
+    linecache.cache[SUBMISSION_FILE] = (len(source), None, source.splitlines(True), SUBMISSION_FILE)
+    try:
+        code = compile(source, SUBMISSION_FILE, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return {}, _syntax_error(exc)
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return {}, {"status": protocol.COMPILE_ERROR, "message": _exception_text(exc), "line": None}
+    module = types.ModuleType("submission")
+    module.__file__ = SUBMISSION_FILE
+    sys.modules["submission"] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the submission's error too
+        return {}, _failure(exc)
+    entry_points = {}
+    for name in entry_point_names:
+        function = module.__dict__.get(name)
+        if function is None:
+            return {}, {"status": protocol.COMPILE_ERROR, "message": f"missing function: {name}", "line": None}
+        if not callable(function):
+            message = f"{name} is defined but is not a function"
+            return {}, {"status": protocol.COMPILE_ERROR, "message": message, "line": None}
+        entry_points[name] = function
+    return entry_points, None
+
+
+def run_test(index: int, seed: int, code: str, entry_points: dict, max_result: int) -> tuple[dict, bytes]:
+    """Runs one test's code; once it is done, nothing of the test is left for the submission to read:
+    no source lines in linecache, no namespace holding the test function (emptied, so that a reference
+    the submission kept to it finds nothing), no syntax tree."""
+    filename = f"<test {index + 1}>"
+    body = "".join("    " + line + "\n" for line in code.splitlines()) or "    pass\n"
+    namespace = _test_globals(entry_points)
+    try:
+        # Line numbers in tracebacks are those of the test's own code, not of this wrapper.
+        tree = ast.increment_lineno(ast.parse("def __test__():\n" + body, filename), -1)
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        exec(compile(tree, filename, "exec", dont_inherit=True), namespace)
+        del tree
+        torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        try:
+            result = namespace["__test__"]()
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
+            return _failure(exc), b""
+        return _encode_result(result, max_result)
+    finally:
+        linecache.cache.pop(filename, None)
+        namespace.clear()
+
+
+def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
+    try:
+        return {"status": protocol.OK}, values.encode_value(result, max_result)
+    except values.TooLarge as exc:
+        return {
+            "status": protocol.OUTPUT,
+            "message": f"the returned value is larger than {max_result} bytes ({exc})",
+        }, b""
+    except values.Unencodable as exc:
+        return {"status": protocol.ERROR, "error_type": "UnsupportedResult", "message": str(exc)}, b""
+    except BaseException as exc:  # noqa: BLE001 - a hostile value can raise anything while read
+        return _failure(exc), b""
+
+
+def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = ()) -> None:
+    """Never returns: the child leaves through os._exit so no atexit hook of the submission runs."""
+    _isolate(cmd_r, res_w, out_w)
+    try:
+        kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
+        job = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH)
+        if kind != protocol.CHILD_JOB or not isinstance(job, dict):
+            os._exit(EXIT_BAD_JOB)
+        source, names, limits = job["source"], job["entry_points"], job["limits"]
+        max_result, test_count = int(job["max_result_bytes"]), int(job["test_count"])
+        cpu_budget = float(limits["time_s"]) * (test_count + 2) + float(job["load_time_s"]) + 5
+    except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
+        os._exit(EXIT_BAD_JOB)
+    try:
+        confine.confine(int(limits["memory_mb"]), cpu_budget, protected)
+    except (OSError, ValueError):
+        os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    entry_points, failure = load_submission(source, names)
+    del source, job
+    _send(res_w, protocol.CHILD_LOAD, failure or {"status": protocol.OK})
+    if failure is not None:
+        os._exit(0)
+    while True:
+        try:
+            kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
+            index, seed = int(header["index"]), int(header["seed"])
+            code = body.decode()
+        except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
+            os._exit(0)
+        del body
+        started = time.perf_counter()
+        outcome, value = run_test(index, seed, code, entry_points, max_result)
+        del code
+        outcome["index"] = index
+        outcome["cpu_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        _send(res_w, protocol.CHILD_RESULT, outcome, value)

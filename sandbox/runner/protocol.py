@@ -1,0 +1,173 @@
+"""The protocol between the trusted grader, the runner and its children: one definition, stdlib only.
+
+The trusted side has its own typed twin (grader/sandboxes/protocol.py); tests/unit/test_protocol.py
+checks that every constant below agrees with it. The runner trusts nothing a child writes either:
+what it forwards is re-checked here against the same bounds before it leaves the container.
+
+A frame is:  b"TJ" | kind (1 byte) | header length (u32, big-endian) | body length (u32) |
+header (UTF-8 JSON object, flat: no nesting beyond MAX_HEADER_DEPTH) | body (bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+
+MAGIC = b"TJ"
+PREFIX = struct.Struct(">2scII")
+
+# grader -> runner
+JOB = b"J"
+# runner -> grader
+HELLO = b"H"
+LOAD = b"L"  # how loading the submission went
+TEST = b"T"  # one test's result; the body is the returned value (values.py)
+DONE = b"D"  # the job is over; the container is clean or not
+# runner -> child
+CHILD_JOB = b"j"
+CHILD_TEST = b"t"
+# child -> runner
+CHILD_LOAD = b"l"
+CHILD_RESULT = b"r"
+
+# Outcome words, for loading and for tests alike ("compile_error" only for loading).
+OK = "ok"
+COMPILE_ERROR = "compile_error"
+ERROR = "error"
+TIMEOUT = "timeout"
+MEMORY = "memory"
+OUTPUT = "output"
+LOAD_STATUSES = (OK, COMPILE_ERROR, ERROR, TIMEOUT, MEMORY, OUTPUT)
+TEST_STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT)
+
+# Bounds on everything that crosses the pipe (the grader refuses more; the runner cuts to these).
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_DEPTH = 2
+MAX_JOB_BYTES = 16 * 1024 * 1024
+MAX_JOB_DEPTH = 4
+MAX_TESTS = 1000
+MAX_MESSAGE = 4 * 1024
+MAX_TRACEBACK = 16 * 1024
+MAX_OUTPUT = 4 * 1024
+MAX_ERROR_TYPE = 200
+MAX_LINE = 10**6
+MAX_TIME_MS = 10**7
+MAX_SEED = 2**63 - 1
+TRUNCATED = " … (truncated)"
+
+# Returned values (values.py): the manifest's nesting, nodes, strings, integers and tensors.
+MAX_VALUE_DEPTH = 16
+MAX_VALUE_NODES = 10_000
+MAX_STR = 64 * 1024
+MAX_INT_DIGITS = 4000
+MAX_RANK = 8
+MAX_DIM = 2**31 - 1
+MAX_ELEMENTS = 2**31 - 1  # the product of a shape's non-zero dimensions
+# Every value level is at most three JSON levels ({"t": "dict", "items": [[key, node]]}).
+MAX_MANIFEST_DEPTH = 3 * MAX_VALUE_DEPTH + 4
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+class FrameError(Exception):
+    """Bytes that do not follow the format, or that break its bounds."""
+
+
+def json_depth(raw: bytes, max_brackets: int) -> int:
+    """How deeply a JSON text nests, found without recursion (the C parser recurses once per level).
+    Raises FrameError when the text has more brackets than max_brackets."""
+    brackets = _JSON_STRING.sub(b'""', raw).translate(None, _NOT_BRACKETS)
+    if len(brackets) > max_brackets:
+        raise FrameError("too many nested values")
+    depth = deepest = 0
+    for byte in brackets:
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def loads_bounded(raw: bytes, max_depth: int, max_brackets: int = 1 << 16) -> object:
+    """json.loads for hostile bytes: the nesting is checked first; every failure is a FrameError."""
+    if json_depth(raw, max_brackets) > max_depth:
+        raise FrameError(f"JSON nested deeper than {max_depth}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+        raise FrameError(f"not JSON: {type(exc).__name__}") from None
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most limit characters, the cut shown; lone surrogates and NULs (which no database or UTF-8
+    encoder accepts) replaced."""
+    if len(text) > limit:
+        text = text[: max(0, limit - len(TRUNCATED))] + TRUNCATED
+    if text.isascii():
+        return text.replace("\x00", "\ufffd")
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
+def encode(kind: bytes, header: dict, body: bytes = b"") -> bytes:
+    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    return PREFIX.pack(MAGIC, kind, len(head), len(body)) + head + body
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_exactly(fd: int, count: int) -> bytes:
+    chunks = []
+    while count:
+        chunk = os.read(fd, min(count, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, max_body: int, max_depth: int = MAX_HEADER_DEPTH) -> tuple[bytes, dict, bytes]:
+    """One frame from a blocking descriptor (the runner's stdin, the child's command pipe)."""
+    magic, kind, head_len, body_len = PREFIX.unpack(read_exactly(fd, PREFIX.size))
+    if magic != MAGIC or head_len > MAX_HEADER_BYTES or body_len > max_body:
+        raise FrameError("bad frame prefix")
+    header = loads_bounded(read_exactly(fd, head_len), max_depth)
+    if not isinstance(header, dict):
+        raise FrameError("frame header is not an object")
+    body = read_exactly(fd, body_len) if body_len else b""
+    return kind, header, body
+
+
+class FrameReader:
+    """Frames arriving on a non-blocking pipe (a child's result pipe). Whatever the child writes, feed()
+    returns frames or raises FrameError (malformed) or OverflowError (a body over max_body)."""
+
+    def __init__(self, max_body: int) -> None:
+        self.max_body = max_body
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[bytes, dict, bytes]]:
+        self.buffer += data
+        frames = []
+        while len(self.buffer) >= PREFIX.size:
+            magic, kind, head_len, body_len = PREFIX.unpack_from(self.buffer)
+            if magic != MAGIC or head_len > MAX_HEADER_BYTES:
+                raise FrameError("bad frame prefix")
+            if body_len > self.max_body:
+                raise OverflowError(body_len)
+            total = PREFIX.size + head_len + body_len
+            if len(self.buffer) < total:
+                break
+            header = loads_bounded(bytes(self.buffer[PREFIX.size : PREFIX.size + head_len]), MAX_HEADER_DEPTH)
+            if not isinstance(header, dict):
+                raise FrameError("frame header is not an object")
+            body = bytes(self.buffer[PREFIX.size + head_len : total])
+            del self.buffer[:total]
+            frames.append((kind, header, body))
+        return frames

@@ -1,0 +1,221 @@
+"""The runner: serves jobs read from stdin, one frame per result on its private copy of stdout.
+
+For each job it hands the submission to a child (forked ahead of time, while the container waits),
+runs the tests one at a time under a wall-clock limit it enforces itself with SIGKILL, and writes one
+frame per test. A test that hangs or crashes is charged to that test alone: the remaining tests run
+in a fresh child. After each job every other process is killed and the scratch space is wiped, so
+nothing one submission leaves behind reaches the next. Whatever a child writes, the runner goes on:
+a child's frame is re-checked against the protocol's bounds before it is forwarded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import cleanup
+import landlock
+import protocol
+import torch
+import zygote
+from child import Child
+
+PR_SET_DUMPABLE = 4
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the grader sends it (grader/sandboxes/protocol.py JobSpec), checked once."""
+
+    source: str
+    entry_points: list[str]
+    time_s: float
+    memory_mb: int
+    output_kb: int
+    load_time_s: float
+    max_result_bytes: int
+    tests: list[tuple[str, int]]  # (code, seed)
+
+    @classmethod
+    def parse(cls, body: bytes) -> Job:
+        raw = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH, max_brackets=4 * protocol.MAX_TESTS + 64)
+        if not isinstance(raw, dict):
+            raise protocol.FrameError("the job is not an object")
+        try:
+            limits = raw["limits"]
+            tests = [(str(test["code"]), int(test["seed"])) for test in raw["tests"]]
+            job = cls(
+                source=str(raw["source"]),
+                entry_points=[str(name) for name in raw["entry_points"]],
+                time_s=float(limits["time_s"]),
+                memory_mb=int(limits["memory_mb"]),
+                output_kb=int(limits["output_kb"]),
+                load_time_s=float(raw["load_time_s"]),
+                max_result_bytes=int(raw["max_result_bytes"]),
+                tests=tests,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise protocol.FrameError(f"malformed job: {type(exc).__name__}") from None
+        if not 0 < len(job.tests) <= protocol.MAX_TESTS or not all(0 <= s <= protocol.MAX_SEED for _, s in tests):
+            raise protocol.FrameError("malformed job: tests")
+        return job
+
+    def for_child(self) -> bytes:
+        """What the child needs to load the submission (never the tests: it gets each when it runs)."""
+        child_job = {
+            "source": self.source,
+            "entry_points": self.entry_points,
+            "limits": {"time_s": self.time_s, "memory_mb": self.memory_mb},
+            "load_time_s": self.load_time_s,
+            "max_result_bytes": self.max_result_bytes,
+            "test_count": len(self.tests),
+        }
+        return json.dumps(child_job).encode()
+
+
+def clean_header(outcome: dict, statuses: tuple[str, ...]) -> dict:
+    """Keeps only known fields of a child's report, each of a known type and within its bound."""
+    status = outcome.get("status")
+    header: dict = {"status": status if status in statuses else protocol.ERROR}
+    for key, limit in (
+        ("message", protocol.MAX_MESSAGE),
+        ("error_type", protocol.MAX_ERROR_TYPE),
+        ("traceback", protocol.MAX_TRACEBACK),
+    ):
+        value = outcome.get(key)
+        if type(value) is str:
+            header[key] = protocol.truncate(value, limit)
+    line = outcome.get("line")
+    if type(line) is int and 0 <= line <= protocol.MAX_LINE:
+        header["line"] = line
+    return header
+
+
+def protect_runner() -> None:
+    """Not dumpable: processes of the same uid cannot ptrace the runner or read its /proc memory and environ."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class Runner:
+    def __init__(self, forker: zygote.ZygoteClient) -> None:
+        self.forker = forker
+        # The frame channel is a private copy of stdout; fds 1 and 2 are pointed at /dev/null so a
+        # stray print from a library cannot corrupt a frame.
+        self.channel = os.dup(1)
+        devnull = os.open("/dev/null", os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        self.spare: Child | None = None
+
+    def emit(self, kind: bytes, header: dict, body: bytes = b"") -> None:
+        protocol.write_all(self.channel, protocol.encode(kind, header, body))
+
+    def take_child(self) -> Child:
+        spare, self.spare = self.spare, None
+        return spare if spare is not None else Child(self.forker)
+
+    def _load(self, proc: Child, job: Job, oom_before: int) -> dict:
+        deadline = time.monotonic() + job.load_time_s
+        if not proc.send(protocol.CHILD_JOB, {}, job.for_child(), deadline):
+            return proc.unsent_outcome(oom_before, "loading")
+        outcome, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, job.output_kb * 1024, oom_before, "loading")
+        return outcome
+
+    def run_job(self, job: Job) -> None:
+        next_index = 0
+        load_reported = False
+        while True:
+            proc = self.take_child()
+            try:
+                oom_before = cleanup.oom_kills()
+                outcome = self._load(proc, job, oom_before)
+                status = outcome.get("status")
+                if not load_reported:
+                    load_reported = True
+                    self.emit(protocol.LOAD, clean_header(outcome, protocol.LOAD_STATUSES))
+                    if status != protocol.OK:
+                        return
+                elif status != protocol.OK:
+                    message = "the submission failed to load again after a test ended its process"
+                    for index in range(next_index, len(job.tests)):
+                        self.emit(
+                            protocol.TEST, {"index": index, "status": protocol.ERROR, "time_ms": 0, "message": message}
+                        )
+                    return
+                next_index = self._run_tests(proc, job, next_index, oom_before)
+                if next_index >= len(job.tests):
+                    return
+            finally:
+                proc.close()
+
+    def _run_tests(self, proc: Child, job: Job, next_index: int, oom_before: int) -> int:
+        """Runs tests in this child until they are done or one ends its process; the next test's index."""
+        proc.reader.max_body = job.max_result_bytes + 64 * 1024
+        output_limit = job.output_kb * 1024
+        while next_index < len(job.tests):
+            index = next_index
+            next_index += 1
+            code, seed = job.tests[index]
+            started = time.monotonic()
+            proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
+            phase = f"test {index + 1}"
+            if not proc.send(protocol.CHILD_TEST, {"index": index, "seed": seed}, code.encode(), started + job.time_s):
+                outcome, body = proc.unsent_outcome(oom_before, phase), b""
+            else:
+                outcome, body = proc.await_frame(
+                    protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase
+                )
+            elapsed_ms = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
+            header = clean_header(outcome, protocol.TEST_STATUSES)
+            if header["status"] == protocol.OK and outcome.get("index") != index:
+                header, body = (
+                    {"status": protocol.ERROR, "error_type": "Protocol", "message": "result for the wrong test"},
+                    b"",
+                )
+                proc.kill()
+            if header["status"] != protocol.OK:
+                body = b""
+            header.update(index=index, time_ms=elapsed_ms)
+            output = proc.take_output()
+            if output is not None:
+                header["output"] = output
+            self.emit(protocol.TEST, header, body)
+            if proc.reap(block=False):
+                break  # the rest of the tests run in a fresh child
+        return next_index
+
+    def serve(self) -> None:
+        protect_runner()
+        cleanup.clean_container()  # the first job starts as clean as any other (warm-up leaves files in /tmp)
+        self.emit(
+            protocol.HELLO,
+            {"torch": torch.__version__, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
+        )
+        self.spare = Child(self.forker)
+        while True:
+            try:
+                kind, _, body = protocol.read_frame(0, max_body=protocol.MAX_JOB_BYTES)
+                job = Job.parse(body) if kind == protocol.JOB else None
+            except (EOFError, protocol.FrameError, OSError):
+                return
+            if job is None:
+                return
+            finished = False
+            try:
+                self.run_job(job)
+                finished = True
+            except zygote.ZygoteLost:
+                return  # the zygote is gone, and the container with it: the grader sees the sandbox lost
+            except Exception:  # noqa: BLE001 - a fault of the runner's own: the job ends, the container goes
+                pass
+            clean = cleanup.clean_container() and finished
+            self.spare = Child(self.forker) if clean else None
+            self.emit(protocol.DONE, {"clean": clean})
