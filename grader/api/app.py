@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.api.admin import admin_router
 from grader.api.events import events_router
+from grader.api.limits import BodyLimitMiddleware, route_caps, submission_body_cap
 from grader.api.schemas import (
     ProblemPublic,
     ProblemSummary,
@@ -70,17 +71,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         description="A judge for PyTorch coding challenges: submissions run in hardened Docker sandboxes.",
         lifespan=lifespan,
     )
-    body_limit = settings.max_source_bytes * 8 + 4096
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                return JSONResponse({"detail": "invalid Content-Length"}, status_code=400)
-            if int(length) > body_limit:
-                return JSONResponse({"detail": f"request body over {body_limit} bytes"}, status_code=413)
-        return await call_next(request)
+    body_limit = submission_body_cap(settings)
+    # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
+    app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
