@@ -58,6 +58,14 @@ class Settings(BaseSettings):
     # Submissions per API key per minute (a sliding window over the stored submissions); 0: no limit.
     rate_limit_per_minute: int = Field(0, ge=0)
 
+    # HTTP, per API process. A request's headers must be complete this long after its connection opens
+    # (or after its first byte, on a kept-alive connection), and its body this long after its headers;
+    # a slower request is cut (a body with 408). uvicorn has no such bound of its own.
+    header_timeout_s: float = Field(5.0, gt=0, le=300)
+    body_timeout_s: float = Field(30.0, gt=0, le=3600)
+    # Open connections beyond which uvicorn answers 503.
+    max_connections: int = Field(1000, ge=2, le=1_000_000)
+
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -155,7 +155,7 @@ class BodyLimitMiddleware:
             # The client left mid-body (or was cut off for being too slow): nobody is left to answer.
             if started:
                 raise
-            log.info("%s %s: the client left before sending its whole body", scope["method"], scope["path"])
+            log.debug("%s %s: the client left before sending its whole body", scope["method"], scope["path"])
             return
         except Exception:
             if not tripped or started:

@@ -10,11 +10,13 @@ import sys
 from grader.api.app import create_app
 from grader.api.server import build_server
 from grader.config import Settings
+from grader.logs import configure_logging
 from grader.service import Service
 
 
 def main() -> None:
     settings = Settings()
+    configure_logging(settings.log_format, settings.log_level)
     service = Service(settings)
     service.db.create_all()
     service.poll_problems()
