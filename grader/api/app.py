@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -28,6 +28,7 @@ from grader.api.schemas import (
     problem_summary,
     public_submission,
 )
+from grader.api.slots import Slots, stream_slots, waiter_slots
 from grader.api.submitters import SubmitterAuth, check_rate, idempotency_key, submitters_router
 from grader.config import Settings, get_settings
 from grader.grading.verdict import FINAL, Status
@@ -48,6 +49,25 @@ def _validation_message(exc: RequestValidationError | ValidationError) -> str:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
         problems.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(problems) or "invalid request"
+
+
+async def waiting(
+    request: Request,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+) -> AsyncIterator[float]:
+    """?wait= of POST /api/submissions. Waiting holds one of GRADER_MAX_WAITERS slots until the response has
+    gone out (or failed); beyond them, 429 before anything is stored."""
+    if wait <= 0:
+        yield 0.0
+        return
+    waiters: Slots = request.app.state.waiters
+    if not waiters.try_acquire():
+        request.app.state.service.metrics.refused.labels("too_many_waiters").inc()
+        raise waiters.refused()
+    try:
+        yield wait
+    finally:
+        waiters.release()
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -87,6 +107,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(admin_router)
     app.include_router(submitters_router)
     app.state.submitter_auth = SubmitterAuth(settings)
+    app.state.waiters = waiter_slots(settings.max_waiters)
+    app.state.streams = stream_slots(settings.max_streams)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -157,12 +179,15 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                 "description": "malformed request, empty or non-UTF-8 source, or an Idempotency-Key already"
                 " used with a different body"
             },
-            429: {"description": "queue full, or this API key's rate limit; retry after Retry-After seconds"},
+            429: {
+                "description": "queue full, this API key's rate limit, or too many requests waiting for a verdict"
+                " (GRADER_MAX_WAITERS); retry after Retry-After seconds"
+            },
         },
     )
     async def create_submission(
         request: Request,
-        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+        wait: Annotated[float, Depends(waiting)],
         idempotency: Annotated[
             str | None,
             Header(
@@ -268,7 +293,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                     if public is not None and public.status in FINAL:
                         return JSONResponse(public.model_dump(mode="json"), status_code=200, headers=extra_headers)
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    # A client that left needs no verdict: stop waiting, so that its slot comes back now.
+                    if remaining <= 0 or await request.is_disconnected():
                         break
                     try:
                         # Woken by the Notifier (relayed from the workers under Celery); the timeout is the

@@ -21,7 +21,7 @@ async def app(scope: Any, receive: Any, send: Any) -> None:  # never called
 
 
 def test_the_server_uses_the_bounded_protocol_and_the_limits_from_settings() -> None:
-    settings = Settings(header_timeout_s=2.5, body_timeout_s=7, max_connections=50)
+    settings = Settings(header_timeout_s=2.5, body_timeout_s=7, max_connections=50, max_waiters=10, max_streams=10)
     config = build_server(app, settings, host="127.0.0.1", port=8123).config
     assert isinstance(config.http, type) and issubclass(config.http, BoundedH11Protocol)
     assert (config.http.header_timeout_s, config.http.body_timeout_s) == (2.5, 7)
