@@ -54,6 +54,10 @@ class BoundedH11Protocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
+        if self.transport.get_protocol() is not self:  # upgraded (WebSocket): no longer an HTTP request
+            self._cancel_header_deadline()
+            self._cancel_body_deadline()
+            return
         state = self.conn.their_state
         if state is h11.IDLE:  # headers still pending, or idle between requests: the header clock runs
             return
