@@ -15,24 +15,19 @@ if TYPE_CHECKING:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from grader.api.app import create_app
+    from grader.api.server import build_server
     from grader.config import get_settings
     from grader.logs import configure_logging
 
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    uvicorn.run(
-        create_app(settings),
-        host=args.host or settings.host,
-        port=args.port or settings.port,
-        # Open event streams would otherwise hold a shutdown until their submissions finish.
-        timeout_graceful_shutdown=5,
-        log_level=settings.log_level.lower(),
-        log_config=None,  # uvicorn's records go through the root logger: one format (GRADER_LOG_FORMAT) for all
-    )
-    return 0
+    server = build_server(create_app(settings), settings, host=args.host, port=args.port)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it caught once it has shut down
+        pass
+    return 0 if server.started else 3  # 3: uvicorn's own exit status for a failed start-up
 
 
 def _worker(args: argparse.Namespace) -> int:

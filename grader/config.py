@@ -58,6 +58,18 @@ class Settings(BaseSettings):
     # Submissions per API key per minute (a sliding window over the stored submissions); 0: no limit.
     rate_limit_per_minute: int = Field(0, ge=0)
 
+    # HTTP, per API process. A request's headers must be complete this long after its connection opens
+    # (or after its first byte, on a kept-alive connection), and its body this long after its headers;
+    # a slower request is cut (a body with 408). uvicorn has no such bound of its own.
+    header_timeout_s: float = Field(5.0, gt=0, le=300)
+    body_timeout_s: float = Field(30.0, gt=0, le=3600)
+    # Open connections beyond which uvicorn answers 503.
+    max_connections: int = Field(1000, ge=3, le=1_000_000)
+    # Requests waiting for a verdict (POST /api/submissions?wait=) and open event streams; beyond either
+    # cap a new one is answered 429 with Retry-After.
+    max_waiters: int = Field(256, ge=1)
+    max_streams: int = Field(256, ge=1)
+
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -101,6 +113,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 "GRADER_CELERY_VISIBILITY_TIMEOUT_S must outlast a grading: raise it above"
                 f" {self.sandbox_acquire_timeout_s + self.lease_s:.0f} s"
+            )
+        if self.max_waiters + self.max_streams >= self.max_connections:
+            raise ValueError(
+                "GRADER_MAX_WAITERS + GRADER_MAX_STREAMS must stay below GRADER_MAX_CONNECTIONS, so that requests"
+                " waiting for verdicts and event streams cannot take every connection"
             )
         return self
 

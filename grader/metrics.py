@@ -66,7 +66,7 @@ class Metrics:
         )
         self.refused = Counter(
             "torchjudge_submissions_refused",
-            "POST /api/submissions refused before storing: queue_full, rate_limited, unauthorized",
+            "POST /api/submissions refused before storing: queue_full, rate_limited, unauthorized, too_many_waiters",
             ["reason"],
             registry=self.registry,
         )

@@ -13,12 +13,12 @@ import hmac
 import logging
 from typing import Any
 
-import yaml
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker, SandboxUnavailable
 from grader.problems.registry import MAX_PROBLEM_BYTES, LoadedProblem, ProblemError, parse_problem, yaml_line
 from grader.service import ProblemConflict, Service
@@ -91,7 +91,7 @@ async def _store(service: Service, text: str, source: str, path_id: str | None) 
     except ProblemError as exc:
         return _refused(422, exc.lines())
     if path_id is not None and problem.id != path_id:
-        line = yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), ("id",))
+        line = yaml_line(strict_yaml.compose(text), ("id",))
         return _refused(422, [f"{source}:{line}: id: the file's id {problem.id!r} is not the {path_id!r} of the URL"])
     loaded = service.registry.make(problem, uploaded=True)
     current = service.registry.get(problem.id)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.api.admin import admin_router
 from grader.api.events import events_router
+from grader.api.limits import BodyLimitMiddleware, route_caps, submission_body_cap
 from grader.api.schemas import (
     ProblemPublic,
     ProblemSummary,
@@ -27,6 +28,7 @@ from grader.api.schemas import (
     problem_summary,
     public_submission,
 )
+from grader.api.slots import Slots, stream_slots, waiter_slots
 from grader.api.submitters import SubmitterAuth, check_rate, idempotency_key, submitters_router
 from grader.config import Settings, get_settings
 from grader.grading.verdict import FINAL, Status
@@ -47,6 +49,25 @@ def _validation_message(exc: RequestValidationError | ValidationError) -> str:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
         problems.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(problems) or "invalid request"
+
+
+async def waiting(
+    request: Request,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+) -> AsyncIterator[float]:
+    """?wait= of POST /api/submissions. Waiting holds one of GRADER_MAX_WAITERS slots until the response has
+    gone out (or failed); beyond them, 429 before anything is stored."""
+    if wait <= 0:
+        yield 0.0
+        return
+    waiters: Slots = request.app.state.waiters
+    if not waiters.try_acquire():
+        request.app.state.service.metrics.refused.labels("too_many_waiters").inc()
+        raise waiters.refused()
+    try:
+        yield wait
+    finally:
+        waiters.release()
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -70,17 +91,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         description="A judge for PyTorch coding challenges: submissions run in hardened Docker sandboxes.",
         lifespan=lifespan,
     )
-    body_limit = settings.max_source_bytes * 8 + 4096
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                return JSONResponse({"detail": "invalid Content-Length"}, status_code=400)
-            if int(length) > body_limit:
-                return JSONResponse({"detail": f"request body over {body_limit} bytes"}, status_code=413)
-        return await call_next(request)
+    body_limit = submission_body_cap(settings)
+    # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
+    app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -94,6 +107,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(admin_router)
     app.include_router(submitters_router)
     app.state.submitter_auth = SubmitterAuth(settings)
+    app.state.waiters = waiter_slots(settings.max_waiters)
+    app.state.streams = stream_slots(settings.max_streams)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -164,12 +179,15 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                 "description": "malformed request, empty or non-UTF-8 source, or an Idempotency-Key already"
                 " used with a different body"
             },
-            429: {"description": "queue full, or this API key's rate limit; retry after Retry-After seconds"},
+            429: {
+                "description": "queue full, this API key's rate limit, or too many requests waiting for a verdict"
+                " (GRADER_MAX_WAITERS); retry after Retry-After seconds"
+            },
         },
     )
     async def create_submission(
         request: Request,
-        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+        wait: Annotated[float, Depends(waiting)],
         idempotency: Annotated[
             str | None,
             Header(
@@ -275,7 +293,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
                     if public is not None and public.status in FINAL:
                         return JSONResponse(public.model_dump(mode="json"), status_code=200, headers=extra_headers)
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    # A client that left needs no verdict: stop waiting, so that its slot comes back now.
+                    if remaining <= 0 or await request.is_disconnected():
                         break
                     try:
                         # Woken by the Notifier (relayed from the workers under Celery); the timeout is the

@@ -18,11 +18,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from grader.api.schemas import SubmissionPublic, public_submission
+from grader.api.slots import hold_stream_slot
 from grader.grading.verdict import FINAL
 from grader.service import Service
 from grader.storage import crud
@@ -93,7 +94,10 @@ async def stream_submission(service: Service, submission_id: str) -> AsyncIterat
             "description": "`status`, then one `test` event per finished test, then `verdict`; then the stream ends",
         },
         404: {"description": "unknown submission"},
+        429: {"description": "too many event streams are open (GRADER_MAX_STREAMS); retry after Retry-After seconds"},
     },
+    # A slot of GRADER_MAX_STREAMS, held until the stream ends, however it ends.
+    dependencies=[Depends(hold_stream_slot)],
 )
 async def submission_events(submission_id: str, request: Request) -> StreamingResponse:
     service: Service = request.app.state.service

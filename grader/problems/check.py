@@ -35,6 +35,7 @@ from grader.grading.compare import Comparison, Tolerance, compare_outputs
 from grader.grading.expected import MISSING, build_job, job_deadline
 from grader.grading.grade import DEFAULT_TOLERANCE
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, Status, TestResult, TestStatus, overall
+from grader.problems import strict_yaml
 from grader.problems.registry import (
     EffectiveLimits,
     LoadedProblem,
@@ -102,7 +103,7 @@ class _Locator:
     def __init__(self, source: str, text: str) -> None:
         self.source = source
         try:
-            self.root: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
+            self.root: yaml.Node | None = strict_yaml.compose(text)
         except yaml.YAMLError:
             self.root = None
 

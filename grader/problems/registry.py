@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from grader.problems import strict_yaml
 from grader.problems.schema import Problem, duplicate_names
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,9 @@ def parse_problem(text: str, source: str) -> Problem:
     if len(text.encode("utf-8", "replace")) > MAX_PROBLEM_BYTES:
         raise ProblemError(source, [(None, f"the file is larger than {MAX_PROBLEM_BYTES} bytes")])
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = strict_yaml.load(text)
+    except strict_yaml.YamlRefused as exc:
+        raise ProblemError(source, [(exc.line, exc.message)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

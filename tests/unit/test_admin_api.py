@@ -127,6 +127,31 @@ def test_schema_errors_name_line_and_field(client: TestClient, problem_yaml, mut
     assert error.startswith(f"tiny-problem.yaml:{line_of(text, 'weight: -1')}: tests.1.weight: ")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "source"),
+    [("POST", "/api/problems", "upload.yaml"), ("PUT", "/api/problems/tiny-problem", "tiny-problem.yaml")],
+)
+def test_yaml_anchors_and_aliases_are_422_naming_the_line(
+    client: TestClient, problem_yaml, mutate, line_of, method: str, path: str, source: str
+) -> None:
+    text = mutate(problem_yaml, "title: Tiny Problem", "title: &name Tiny Problem")
+    text = mutate(text, "difficulty: easy", "source: *name\ndifficulty: easy")
+    response = client.request(method, path, content=text, headers=AUTH)
+    assert response.status_code == 422
+    body = response.json()
+    expected = f"{source}:{line_of(text, '&name')}: YAML anchors and aliases are not allowed (&name)"
+    assert body["errors"] == [expected]
+    assert body["detail"] == expected
+
+
+def test_deeply_nested_yaml_is_422_not_500(client: TestClient, problem_yaml, mutate, line_of) -> None:
+    text = mutate(problem_yaml, "tags: [demo]", "tags: " + "[" * 5000 + "]" * 5000)
+    response = client.post("/api/problems", content=text, headers=AUTH)
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error.startswith(f"upload.yaml:{line_of(text, 'tags: [[')}: YAML nested deeper than ")
+
+
 def test_put_with_another_id_than_the_url_is_422(client: TestClient, problem_yaml, line_of) -> None:
     response = client.put("/api/problems/other-id", content=problem_yaml, headers=AUTH)
     assert response.status_code == 422

@@ -1,0 +1,165 @@
+"""Request bodies bounded while they are read, whatever their framing.
+
+A pure ASGI middleware (no BaseHTTPMiddleware, which would buffer): it refuses a Content-Length over the
+route's cap before the app runs, and otherwise counts the body's bytes as the app receives them and
+answers 413 the moment the cap is passed, without reading the rest. uvicorn reads a body only as fast as
+the app asks for it (it stops reading the socket past 64 KiB buffered), so nothing more is held than one
+cap's worth. Every answer to a request whose body was not read to its end says `Connection: close`: the
+server then closes the connection instead of reading (and discarding) the rest of the body to reach the
+next request.
+
+Starlette's own RequestBodyLimitMiddleware is not used: it answers in plain text, lets the app run on a
+Content-Length it will refuse anyway, and keeps the connection open.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from grader.config import Settings
+from grader.problems.registry import MAX_PROBLEM_BYTES
+
+log = logging.getLogger(__name__)
+
+# Room for the JSON envelope around a source whose characters are all escaped (\uXXXX: 6 bytes per byte,
+# rounded up to 8), and for the other fields.
+SUBMISSION_BODY_FACTOR = 8
+SUBMISSION_BODY_SLACK = 4096
+# A problem file is checked against MAX_PROBLEM_BYTES after decoding; the slack lets the admin API name
+# that limit itself for a file just over it.
+PROBLEM_BODY_SLACK = 64 * 1024
+# More digits than any cap has: refused as too large without converting it to an int.
+_MAX_LENGTH_DIGITS = 18
+
+CLOSE = (b"connection", b"close")
+
+
+def submission_body_cap(settings: Settings) -> int:
+    return settings.max_source_bytes * SUBMISSION_BODY_FACTOR + SUBMISSION_BODY_SLACK
+
+
+def problem_body_cap() -> int:
+    return MAX_PROBLEM_BYTES + PROBLEM_BODY_SLACK
+
+
+def route_caps(settings: Settings) -> Callable[[str, str], int]:
+    """The body cap of a request by its method and path: problem uploads (POST /api/problems and
+    PUT /api/problems/{id}) may carry a whole problem file; every other request a submission's worth."""
+    default, upload = submission_body_cap(settings), problem_body_cap()
+
+    def cap(method: str, path: str) -> int:
+        if method == "POST" and path == "/api/problems":
+            return upload
+        if method == "PUT" and path.startswith("/api/problems/") and "/" not in path[len("/api/problems/") :]:
+            return upload
+        return default
+
+    return cap
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from receive() once the body passes the cap. An HTTPException so that code between the
+    middleware and the read (FastAPI's body parsing turns other exceptions into 400) lets it through."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(413, f"request body over {cap} bytes")
+
+
+async def _answer(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), CLOSE]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: Scope) -> tuple[bool, int | None]:
+    """(valid, length) from the Content-Length headers: absent is (True, None); several must agree."""
+    values = {value.strip() for name, value in scope["headers"] if name.lower() == b"content-length"}
+    if not values:
+        return True, None
+    if len(values) > 1:
+        return False, None
+    [value] = values
+    # bytes.isdigit() is ASCII only: no sign, no spaces, no Unicode digits that int() would accept.
+    if not value or not value.isdigit():
+        return False, None
+    return True, int(value) if len(value) <= _MAX_LENGTH_DIGITS else 10**_MAX_LENGTH_DIGITS
+
+
+def _has_body(scope: Scope, length: int | None) -> bool:
+    if length is not None:
+        return length > 0
+    return any(name.lower() == b"transfer-encoding" for name, _ in scope["headers"])
+
+
+class BodyLimitMiddleware:
+    """Caps every HTTP request's body at `cap_for(method, path)` bytes, while it is read."""
+
+    def __init__(self, app: ASGIApp, cap_for: Callable[[str, str], int]) -> None:
+        self.app = app
+        self.cap_for = cap_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        cap = self.cap_for(scope["method"], scope["path"])
+        valid, length = _content_length(scope)
+        if not valid:
+            await _answer(send, 400, "invalid Content-Length")
+            return
+        if length is not None and length > cap:
+            await _answer(send, 413, f"request body over {cap} bytes")
+            return
+
+        received = 0
+        body_done = not _has_body(scope, length)
+        tripped = False
+        started = False
+
+        async def receive_bounded() -> Message:
+            nonlocal received, body_done, tripped
+            if tripped:
+                raise BodyTooLarge(cap)
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > cap:
+                    tripped = True
+                    raise BodyTooLarge(cap)
+                if not message.get("more_body", False):
+                    body_done = True
+            return message
+
+        async def send_guarded(message: Message) -> None:
+            nonlocal started
+            if tripped and not started:
+                return  # the app's answer to a body it did not get: the 413 below goes out instead
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", []))
+                if not body_done and CLOSE not in headers:
+                    # The rest of the body is unread: close rather than read it through to the next request.
+                    message = {**message, "headers": [*headers, CLOSE]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive_bounded, send_guarded)
+        except ClientDisconnect:
+            # The client left mid-body (or was cut off for being too slow): nobody is left to answer.
+            if started:
+                raise
+            log.debug("%s %s: the client left before sending its whole body", scope["method"], scope["path"])
+            return
+        except Exception:
+            if not tripped or started:
+                raise
+            # Whatever the app made of the exception it got from receive(), the answer is the 413.
+        if tripped and not started:
+            await _answer(send, 413, f"request body over {cap} bytes")

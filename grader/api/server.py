@@ -1,0 +1,33 @@
+"""The HTTP server `grader serve` runs: uvicorn, configured in one place so that tests serve the app
+exactly as production does."""
+
+from __future__ import annotations
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from grader.api.protocol import bounded_h11
+from grader.config import Settings
+
+# h11's buffer for an incomplete request line and headers (also a chunk's size line): past it, 400.
+MAX_HEADER_BYTES = 16 * 1024
+
+
+def build_server(
+    app: ASGIApp, settings: Settings, *, host: str | None = None, port: int | None = None
+) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        host=host or settings.host,
+        port=port or settings.port,
+        # h11 always (never httptools, were it installed), with deadlines on headers and bodies.
+        http=bounded_h11(settings.header_timeout_s, settings.body_timeout_s),
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        # Beyond this many connections (or requests in progress) uvicorn answers 503.
+        limit_concurrency=settings.max_connections,
+        # Open event streams would otherwise hold a shutdown until their submissions finish.
+        timeout_graceful_shutdown=5,
+        log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's records go through the root logger: one format (GRADER_LOG_FORMAT) for all
+    )
+    return uvicorn.Server(config)
