@@ -44,7 +44,9 @@ import sys
 import torch
 import torch.nn as nn
 
-PID_MAX = 65536
+# Every pid a process of this container can have had: pids are handed out in order, so none is above
+# this child's own by more than its threads (gVisor and Linux alike, short of a wrap-around).
+PID_MAX = os.getpid() + 1024
 """
 
 FIRST_TIME = '''
@@ -362,7 +364,8 @@ import ctypes
 def traces():
     found = []
     for directory in ("/tmp", "/dev/shm", "/dev/mqueue"):
-        found += [f"{directory}/{name}" for name in os.listdir(directory)]
+        if os.path.exists(directory):  # gVisor has no /dev/mqueue; a directory that is there must be listable
+            found += [f"{directory}/{name}" for name in os.listdir(directory)]
     libc = ctypes.CDLL(None, use_errno=True)
     # The keys plant-traces uses (SysV IPC is refused to children: these answer -1 either way).
     if libc.shmget(0x7470, 0, 0) != -1 or libc.semget(0x7471, 0, 0) != -1 or libc.msgget(0x7472, 0) != -1:
