@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from grader.config import Settings  # noqa: E402
 from grader.grading.expected import build_job, job_deadline  # noqa: E402
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402
-from grader.sandbox.container import SandboxContainer, docker_client  # noqa: E402
+from grader.sandboxes.container import SandboxContainer, docker_client  # noqa: E402
 
 PROBLEM = "embedding-layer"
 
@@ -163,7 +163,7 @@ def main() -> int:
         _post(base, source)  # expected outputs computed once per problem version and image
         warm = [_post(base, source)[0] for _ in range(args.warm)]
         throughput = {c: measure_throughput(base, source, c, args.throughput) for c in (1, 4, 8)}
-        from grader.sandbox.container import owner_label
+        from grader.sandboxes.container import owner_label
 
         memory_mb = container_memory_mb(owner_label(Settings(data_dir=data_dir)))
     finally:

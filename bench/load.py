@@ -46,7 +46,7 @@ import psycopg  # noqa: E402
 import redis  # noqa: E402
 import yaml  # noqa: E402
 
-from grader.sandbox.container import LABEL  # noqa: E402
+from grader.sandboxes.container import LABEL  # noqa: E402
 
 PROBLEM = "embedding-layer"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -364,7 +364,7 @@ def _cleanup(database: str, queue: str, workdir: Path, *, keep: bool) -> None:
 
     from grader.config import Settings
     from grader.queue.celery_app import worker_settings
-    from grader.sandbox.container import owner_label
+    from grader.sandboxes.container import owner_label
 
     engine = docker.from_env()
     for name in ("load-1", "load-2"):

@@ -22,7 +22,7 @@ from grader.metrics import Metrics
 from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry, directory_fingerprint
 from grader.queue import Dispatcher
 from grader.queue.local import LocalQueue
-from grader.sandbox.pool import SandboxPool
+from grader.sandboxes.pool import SandboxPool
 from grader.storage import crud
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head

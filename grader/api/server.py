@@ -6,7 +6,7 @@ from __future__ import annotations
 import uvicorn
 from starlette.types import ASGIApp
 
-from grader.api.protocol import bounded_h11
+from grader.api.deadlines import bounded_h11
 from grader.config import Settings
 
 # h11's buffer for an incomplete request line and headers (also a chunk's size line): past it, 400.

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from grader.grading.verdict import TestResult, Verdict
-from grader.sandbox.protocol import MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
+from grader.sandboxes.protocol import MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
 
 MAX_VERDICT_BYTES = 256 * 1024
 MAX_HINT = 2000

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandbox.values import FLOAT_DTYPES, Opaque, Tensor
+from grader.sandboxes.values import FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5

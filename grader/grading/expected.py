@@ -14,9 +14,9 @@ from typing import Any
 
 from grader.config import Settings
 from grader.problems.registry import LoadedProblem
-from grader.sandbox.container import JobOutcome, SandboxContainer, SandboxLost
-from grader.sandbox.protocol import JobLimits, JobSpec, JobTest, Outcome
-from grader.sandbox.values import MalformedValue, decode_value
+from grader.sandboxes.container import JobOutcome, SandboxContainer, SandboxLost
+from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, Outcome
+from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
 

@@ -28,10 +28,10 @@ from grader.grading.verdict import (
     overall,
 )
 from grader.problems.registry import LoadedProblem
-from grader.sandbox.container import SandboxLost
-from grader.sandbox.pool import SandboxPool
-from grader.sandbox.protocol import LoadHeader, Outcome, TestHeader
-from grader.sandbox.values import MalformedValue, decode_value
+from grader.sandboxes.container import SandboxLost
+from grader.sandboxes.pool import SandboxPool
+from grader.sandboxes.protocol import LoadHeader, Outcome, TestHeader
+from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from grader.sandbox.protocol import Outcome
+from grader.sandboxes.protocol import Outcome
 
 
 class Status(StrEnum):

@@ -45,9 +45,9 @@ from grader.problems.registry import (
     problem_version,
     yaml_line,
 )
-from grader.sandbox.container import JobOutcome, SandboxContainer, SandboxLost
-from grader.sandbox.protocol import TestHeader
-from grader.sandbox.values import FLOAT_DTYPES, MalformedValue, Tensor, decode_value
+from grader.sandboxes.container import JobOutcome, SandboxContainer, SandboxLost
+from grader.sandboxes.protocol import TestHeader
+from grader.sandboxes.values import FLOAT_DTYPES, MalformedValue, Tensor, decode_value
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def docker_sandboxes(settings: Settings) -> Callable[[], SandboxContainer]:
     def start() -> SandboxContainer:
         import docker
 
-        from grader.sandbox.container import docker_client
+        from grader.sandboxes.container import docker_client
 
         with lock:
             if not clients:

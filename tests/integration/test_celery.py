@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from grader.api.app import create_app
 from grader.grading.verdict import Status, Verdict
 from grader.queue.celery_app import worker_settings
-from grader.sandbox.container import LABEL, owner_label
+from grader.sandboxes.container import LABEL, owner_label
 from grader.service import Service
 from grader.storage import crud
 from grader.storage.db import Database

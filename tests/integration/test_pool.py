@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
 from grader.problems.registry import parse_problem
-from grader.sandbox.container import docker_client
+from grader.sandboxes.container import docker_client
 from grader.service import Service
 from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
 

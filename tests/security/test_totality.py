@@ -125,7 +125,7 @@ def test_a_container_not_returned_in_time_is_replaced_and_the_pool_reports_it_sh
     removes the container and starts another; meanwhile the pool is not ready, and says why."""
     if sandbox_runtime != "runc":
         pytest.skip("the pool's bookkeeping does not depend on the runtime")
-    from grader.sandbox import pool as pool_module
+    from grader.sandboxes import pool as pool_module
     from grader.service import Service
 
     settings = security_settings(tmp_path / "data", sandbox_runtime, pool_size=1)

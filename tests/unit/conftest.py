@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.sandbox.frames import PREFIX
-from grader.sandbox.protocol import MAGIC
+from grader.sandboxes.frames import PREFIX
+from grader.sandboxes.protocol import MAGIC
 
 
 # -- values: u32 (big-endian) manifest length | JSON manifest | raw little-endian array bytes ----------

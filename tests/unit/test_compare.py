@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values
-from grader.sandbox.values import DTYPES, Tensor
+from grader.sandboxes.values import DTYPES, Tensor
 
 DEFAULT = Tolerance()  # rtol 1e-5, atol 1e-6
 

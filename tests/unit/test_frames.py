@@ -1,4 +1,4 @@
-"""grader/sandbox/frames.py: what comes out of a sandbox is hostile bytes until every field is checked."""
+"""grader/sandboxes/frames.py: what comes out of a sandbox is hostile bytes until every field is checked."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from grader.sandbox.frames import PREFIX, Frame, FrameDecoder, FrameError, encode
-from grader.sandbox.protocol import (
+from grader.sandboxes.frames import PREFIX, Frame, FrameDecoder, FrameError, encode
+from grader.sandboxes.protocol import (
     DONE,
     HELLO,
     JOB,
@@ -21,8 +21,8 @@ from grader.sandbox.protocol import (
     HelloHeader,
     LoadHeader,
 )
-from grader.sandbox.protocol import MAX_HEADER_BYTES as MAX_HEADER
-from grader.sandbox.protocol import (
+from grader.sandboxes.protocol import MAX_HEADER_BYTES as MAX_HEADER
+from grader.sandboxes.protocol import (
     TestHeader as ResultHeader,
 )
 

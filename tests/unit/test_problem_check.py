@@ -27,10 +27,10 @@ from grader.problems.check import (
     zeros_like_floats,
 )
 from grader.problems.registry import parse_problem
-from grader.sandbox.container import JobOutcome, SandboxLost
-from grader.sandbox.protocol import LoadHeader
-from grader.sandbox.protocol import TestHeader as RunnerTestHeader
-from grader.sandbox.values import Tensor
+from grader.sandboxes.container import JobOutcome, SandboxLost
+from grader.sandboxes.protocol import LoadHeader
+from grader.sandboxes.protocol import TestHeader as RunnerTestHeader
+from grader.sandboxes.values import Tensor
 
 SOURCE = "tiny.yaml"
 STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]

@@ -1,4 +1,4 @@
-"""One protocol, two sides: the grader's typed definition (grader/sandbox/protocol.py) and the runner's
+"""One protocol, two sides: the grader's typed definition (grader/sandboxes/protocol.py) and the runner's
 stdlib twin (sandbox/runner/protocol.py) must agree on every kind, word and bound, and parse hostile
 JSON the same way: by measuring its nesting first, never by recursing into it."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import protocol as grader_side
-from grader.sandbox.protocol import JobLimits, JobSpec, JobTest, Outcome
+from grader.sandboxes import protocol as grader_side
+from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, Outcome
 
 RUNNER_PROTOCOL = Path(__file__).resolve().parents[2] / "sandbox" / "runner" / "protocol.py"
 spec = importlib.util.spec_from_file_location("runner_protocol", RUNNER_PROTOCOL)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from grader import cli, logs
 from grader.api import server as server_module
-from grader.api.protocol import BoundedH11Protocol
+from grader.api.deadlines import BoundedH11Protocol
 from grader.api.server import MAX_HEADER_BYTES, build_server
 from grader.config import Settings
 

@@ -1,4 +1,4 @@
-"""grader/sandbox/values.py: a test's returned value, decoded from hostile bytes into plain data.
+"""grader/sandboxes/values.py: a test's returned value, decoded from hostile bytes into plain data.
 
 Bodies are built by hand (tests/unit/conftest.py: make_body), following the node format of
 sandbox/runner/values.py, which is not imported here (it needs torch).
@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from grader.sandbox.values import (
+from grader.sandboxes.values import (
     DTYPES,
     MAX_DEPTH,
     MAX_INT_DIGITS,

@@ -18,8 +18,8 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader.config import Settings
-from grader.sandbox.frames import Frame, FrameDecoder, FrameError, encode_job
-from grader.sandbox.protocol import DONE, HELLO, LOAD, TEST, DoneHeader, HelloHeader, JobSpec, LoadHeader, TestHeader
+from grader.sandboxes.frames import Frame, FrameDecoder, FrameError, encode_job
+from grader.sandboxes.protocol import DONE, HELLO, LOAD, TEST, DoneHeader, HelloHeader, JobSpec, LoadHeader, TestHeader
 
 log = logging.getLogger(__name__)
 

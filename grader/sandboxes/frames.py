@@ -1,8 +1,8 @@
 """The wire format: frames to a sandbox, and the strict decoder of what comes back.
 
 Frame: b"TJ" | kind (1 byte) | header length (u32, big-endian) | body length (u32) | header | body.
-The header is a JSON object validated against its kind's model (grader/sandbox/protocol.py); the body
-is only ever a test's returned value (grader/sandbox/values.py decodes it).
+The header is a JSON object validated against its kind's model (grader/sandboxes/protocol.py); the body
+is only ever a test's returned value (grader/sandboxes/values.py decodes it).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from grader.sandbox import protocol
-from grader.sandbox.protocol import HEADERS, MAGIC, ProtocolViolation
+from grader.sandboxes import protocol
+from grader.sandboxes.protocol import HEADERS, MAGIC, ProtocolViolation
 
 PREFIX = struct.Struct(">2scII")
 

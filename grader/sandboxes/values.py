@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandbox import protocol
+from grader.sandboxes import protocol
 
 # wire name -> numpy dtype of the bytes (bfloat16 arrives widened to float32, exactly)
 DTYPES: dict[str, np.dtype] = {

@@ -20,7 +20,7 @@ import weakref
 import docker
 
 from grader.config import Settings
-from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost, owner_label
+from grader.sandboxes.container import LABEL, SandboxContainer, SandboxLost, owner_label
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class SandboxPool:
         """Connects to the engine, removes containers a previous run left, and starts warming."""
         try:
             if self.client is None:
-                from grader.sandbox.container import docker_client
+                from grader.sandboxes.container import docker_client
 
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id

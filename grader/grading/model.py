@@ -1,0 +1,76 @@
+"""What grading needs to know of a problem and of its sandboxes, as protocols.
+
+grading/ sits below problems/ (which loads problem files, checks them through the Grader, and keeps
+the registry): it never imports it. A problem as loaded (problems/registry.py LoadedProblem) has
+these attributes; so does anything a test builds by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from grader.sandboxes.container import SandboxContainer
+
+
+class TestSpec(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def visible(self) -> bool: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def code(self) -> str: ...
+    @property
+    def checker(self) -> str: ...
+    @property
+    def check(self) -> Mapping[str, Any]: ...
+
+
+class PitfallSpec(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def hint(self) -> str: ...
+    @property
+    def code(self) -> str: ...
+
+
+class LimitsSpec(Protocol):
+    @property
+    def time_s(self) -> float: ...
+    @property
+    def memory_mb(self) -> int: ...
+    @property
+    def output_kb(self) -> int: ...
+
+
+class ProblemSpec(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def entry_points(self) -> Sequence[str]: ...
+    @property
+    def reference(self) -> str: ...
+    @property
+    def limits(self) -> LimitsSpec: ...
+    @property
+    def tests(self) -> Sequence[TestSpec]: ...
+    @property
+    def pitfalls(self) -> Sequence[PitfallSpec]: ...
+
+
+class Sandboxes(Protocol):
+    """Where containers come from: the warm pool (sandboxes/pool.py) or fresh ones (sandboxes/fresh.py)."""
+
+    @property
+    def image_id(self) -> str | None: ...
+
+    def acquire(self, timeout: float | None = None, due_in_s: float = 3600.0) -> SandboxContainer: ...
+
+    def release(self, container: SandboxContainer, reusable: bool) -> None: ...
+
+    def engine_ok(self) -> bool: ...
