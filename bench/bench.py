@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.config import Settings  # noqa: E402
-from grader.grading.expected import build_job, job_deadline  # noqa: E402
+from grader.grading.runs import build_job, job_bound_s  # noqa: E402
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402
 from grader.sandboxes.container import SandboxContainer, docker_client  # noqa: E402
 
@@ -67,7 +67,9 @@ def measure_cold(source: str, count: int) -> list[float]:
     """One fresh container per submission: start (import torch), run the job, remove."""
     settings = Settings(data_dir=Path(tempfile.mkdtemp()))
     registry = Registry(
-        EffectiveLimits(settings.default_time_s, settings.default_memory_mb, settings.default_output_kb)
+        EffectiveLimits(
+            time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
+        )
     )
     problem = registry.make(parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM))
     client = docker_client()
@@ -78,7 +80,7 @@ def measure_cold(source: str, count: int) -> list[float]:
         container = SandboxContainer(client, settings)
         try:
             container.start()
-            outcome = container.run_job(job, job_deadline(problem, settings))
+            outcome = container.run_job(job, time.monotonic() + job_bound_s(problem, settings))
         finally:
             container.remove()
         assert outcome.load.status == "ok" and all(h.status == "ok" for h, _ in outcome.tests)

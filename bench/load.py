@@ -363,8 +363,8 @@ def _cleanup(database: str, queue: str, workdir: Path, *, keep: bool) -> None:
     import docker
 
     from grader.config import Settings
-    from grader.queue.celery_app import worker_settings
     from grader.sandboxes.container import owner_label
+    from grader.worker import worker_settings
 
     engine = docker.from_env()
     for name in ("load-1", "load-2"):

@@ -39,7 +39,7 @@ def _worker(args: argparse.Namespace) -> int:
     if settings.queue != "celery":
         print("error: `grader worker` grades what Celery delivers: set GRADER_QUEUE=celery", file=sys.stderr)
         return 2
-    from grader.queue.celery_app import run_worker
+    from grader.worker import run_worker
 
     return run_worker(settings, name=args.name or "", pool=args.pool, concurrency=args.concurrency)
 

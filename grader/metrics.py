@@ -2,7 +2,7 @@
 
 Counted where things happen (grading latency and verdicts in the process that grades; submissions
 created and refused in the API), and read at scrape time for state (submissions by status, from the
-database; queue depth; this process's sandbox containers by state). Each Service has its own registry,
+database; queue depth; this process's sandbox containers by state). Each service has its own registry,
 so that several services in one process (the tests) never share series.
 """
 
@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,9 +27,7 @@ from prometheus_client.registry import Collector
 
 from grader.grading.verdict import Status
 from grader.storage import crud
-
-if TYPE_CHECKING:
-    from grader.service import Service
+from grader.storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +40,10 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 
 
 class Metrics:
-    def __init__(self, service: Service) -> None:
+    """Counters and histograms, plus what is read at each scrape: the database's submissions by status,
+    the queue's depth and the sandbox pool's containers (callables, asked at scrape time)."""
+
+    def __init__(self, db: Database, queue_depth: Callable[[], int], pool_status: Callable[[], dict[str, int]]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.grading_seconds = Histogram(
             "torchjudge_grading_seconds",
@@ -75,7 +75,7 @@ class Metrics:
             "Submissions queued again because their worker's lease ran out (a worker lost mid-grading)",
             registry=self.registry,
         )
-        self.registry.register(_StateCollector(service))
+        self.registry.register(_StateCollector(db, queue_depth, pool_status))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -84,8 +84,10 @@ class Metrics:
 class _StateCollector(Collector):
     """Read at each scrape: what is true now rather than what happened."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
+    def __init__(self, db: Database, queue_depth: Callable[[], int], pool_status: Callable[[], dict[str, int]]) -> None:
+        self.db = db
+        self.queue_depth = queue_depth
+        self.pool_status = pool_status
 
     def describe(self) -> list[GaugeMetricFamily]:
         # Without describe() the registry would collect (query the database) on registration.
@@ -95,7 +97,7 @@ class _StateCollector(Collector):
         database_up = 1
         by_status: dict[str, int] = {}
         try:
-            with self.service.db.session() as session:
+            with self.db.session() as session:
                 by_status = crud.count_by_status(session)
         except Exception as exc:  # a scrape must answer even while the database does not
             log.warning("metrics: the database did not answer: %s", exc)
@@ -111,14 +113,14 @@ class _StateCollector(Collector):
                 submissions.add_metric([status.value], by_status.get(status.value, 0))
             yield submissions
         try:
-            depth = self.service.queue.depth
+            depth = self.queue_depth()
         except Exception:  # celery mode counts in the database: same reason as above
             depth = None
         if depth is not None:
             queue = GaugeMetricFamily("torchjudge_queue_depth", "Submissions waiting for a grader")
             queue.add_metric([], depth)
             yield queue
-        pool = self.service.pool.status()
+        pool = self.pool_status()
         containers = GaugeMetricFamily(
             "torchjudge_sandbox_containers", "This process's warm sandbox containers by state", labels=["state"]
         )
@@ -130,17 +132,18 @@ class _StateCollector(Collector):
         yield size
 
 
-def serve_worker_http(service: Service, host: str, port: int) -> ThreadingHTTPServer:
+def serve_worker_http(
+    render: Callable[[], bytes], health: Callable[[], tuple[bool, dict[str, object]]], host: str, port: int
+) -> ThreadingHTTPServer:
     """A worker's own endpoint: /metrics, and /healthz (200 once its sandbox pool is warm, else 503)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the name http.server dispatches to)
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body, status, content_type = service.metrics.render(), 200, CONTENT_TYPE_LATEST
+                body, status, content_type = render(), 200, CONTENT_TYPE_LATEST
             elif path == "/healthz":
-                ready = service.pool.ready
-                state = {"status": "ok", "ready": ready, "sandbox": service.pool.status()}
+                ready, state = health()
                 body, status, content_type = json.dumps(state).encode(), 200 if ready else 503, "application/json"
             else:
                 body, status, content_type = b"not found\n", 404, "text/plain"

@@ -32,9 +32,9 @@ def wait_until_ready(service: object, timeout: float = 180.0) -> None:
 
 @pytest.fixture(scope="session")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from grader.service import Service
+    from grader.components import build
 
-    svc = Service(make_settings(tmp_path_factory.mktemp("data")))
+    svc = build(make_settings(tmp_path_factory.mktemp("data")))
     svc.start()
     wait_until_ready(svc)
     yield svc
@@ -45,7 +45,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 def client(service: object) -> Iterator[TestClient]:
     from grader.api.app import create_app
 
-    app = create_app(service.settings, service=service)  # type: ignore[attr-defined]
+    app = create_app(service.settings, components=service)  # type: ignore[attr-defined]
     with TestClient(app) as test_client:
         yield test_client
 

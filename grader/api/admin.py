@@ -18,10 +18,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from grader.problems import strict_yaml
-from grader.problems.check import CheckReport, ProblemChecker, SandboxUnavailable
-from grader.problems.registry import MAX_PROBLEM_BYTES, LoadedProblem, ProblemError, parse_problem, yaml_line
-from grader.service import ProblemConflict, Service
+from grader.api.deps import ComponentsDep
+from grader.components import Components
+from grader.problems.check import CheckReport, SandboxUnavailable
+from grader.problems.registry import MAX_PROBLEM_BYTES
+from grader.problems.uploads import Uploaded, UploadRefused
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,9 @@ class Regrade(BaseModel):
     requeued: int
 
 
-def _service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-def _require_admin(request: Request) -> Service:
-    """The service, once the request carries the admin token; 403 when uploads are off, else 401."""
-    service = _service(request)
-    token = service.settings.admin_token
+def _require_admin(request: Request, components: Components) -> Components:
+    """The parts, once the request carries the admin token; 403 when uploads are off, else 401."""
+    token = components.settings.admin_token
     if not token:
         raise HTTPException(403, "problem uploads are turned off: the server has no GRADER_ADMIN_TOKEN")
     scheme, _, presented = request.headers.get("authorization", "").partition(" ")
@@ -60,7 +56,7 @@ def _require_admin(request: Request) -> Service:
         presented.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
     ):
         raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
-    return service
+    return components
 
 
 async def _yaml_body(request: Request) -> str:
@@ -84,50 +80,21 @@ def _refused(status: int, errors: list[str], report: CheckReport | None = None) 
     return JSONResponse(body, status_code=status)
 
 
-async def _store(service: Service, text: str, source: str, path_id: str | None) -> Response:
+async def _store(components: Components, text: str, source: str, path_id: str | None) -> Response:
     """Validates, checks in sandboxes and stores one upload: POST when path_id is None, else PUT."""
     try:
-        problem = await run_in_threadpool(parse_problem, text, source)  # a large file takes a while to parse
-    except ProblemError as exc:
-        return _refused(422, exc.lines())
-    if path_id is not None and problem.id != path_id:
-        line = yaml_line(strict_yaml.compose(text), ("id",))
-        return _refused(422, [f"{source}:{line}: id: the file's id {problem.id!r} is not the {path_id!r} of the URL"])
-    loaded = service.registry.make(problem, uploaded=True)
-    current = service.registry.get(problem.id)
-    file_problem = service.registry.file_problem(problem.id)
-    if file_problem is not None:
-        raise HTTPException(
-            409, f"problem {problem.id!r} is defined by a file in the problems directory; change the file instead"
-        )
-    if path_id is None and current is not None:
-        raise HTTPException(409, f"problem {problem.id!r} already exists; PUT /api/problems/{problem.id} replaces it")
-    if current is not None and current.version == loaded.version:
-        # The same content again: already checked and stored, nothing to do.
-        return _stored(loaded, False, CheckReport(source=source, problem_id=problem.id, version=loaded.version))
-
-    def check_and_store() -> tuple[CheckReport, bool | None]:
-        with service.upload_lock:
-            with ProblemChecker(service.settings, service.pool.fresh) as checker:
-                report = checker.check_text(text, source)
-            if not report.ok:
-                return report, None
-            return report, service.save_upload(loaded, text, replace=path_id is not None)
-
-    try:
-        report, created = await run_in_threadpool(check_and_store)
+        # Off the event loop: a large file takes a while to parse, and the check runs sandboxes.
+        uploaded: Uploaded = await run_in_threadpool(components.uploads.put, text, source, path_id)
+    except UploadRefused as refused:
+        return _refused(refused.status, refused.errors, refused.report)
     except SandboxUnavailable as exc:
         raise HTTPException(503, f"the problem cannot be checked now: {exc}", headers={"Retry-After": "30"}) from None
-    except ProblemConflict as exc:
-        raise HTTPException(409, str(exc)) from None
-    if created is None:
-        return _refused(422, report.errors, report)
-    return _stored(loaded, created, report)
-
-
-def _stored(loaded: LoadedProblem, created: bool, report: CheckReport) -> JSONResponse:
     stored = ProblemStored(
-        id=loaded.id, title=loaded.problem.title, version=loaded.version, created=created, check=report
+        id=uploaded.problem.id,
+        title=uploaded.problem.problem.title,
+        version=uploaded.problem.version,
+        created=uploaded.created,
+        check=uploaded.report,
     )
     return JSONResponse(
         stored.model_dump(mode="json"),
@@ -162,10 +129,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     responses=_ERRORS,
     summary="Add a problem (YAML), checked in sandboxes first",
 )
-async def add_problem(request: Request) -> Response:
-    service = _require_admin(request)
+async def add_problem(request: Request, components: ComponentsDep) -> Response:
+    _require_admin(request, components)
     text = await _yaml_body(request)
-    return await _store(service, text, "upload.yaml", None)
+    return await _store(components, text, "upload.yaml", None)
 
 
 @admin_router.put(
@@ -175,10 +142,10 @@ async def add_problem(request: Request) -> Response:
     responses={201: {"description": "created"}, **_ERRORS},
     summary="Add or replace an uploaded problem (YAML), checked in sandboxes first",
 )
-async def replace_problem(problem_id: str, request: Request) -> Response:
-    service = _require_admin(request)
+async def replace_problem(problem_id: str, request: Request, components: ComponentsDep) -> Response:
+    _require_admin(request, components)
     text = await _yaml_body(request)
-    return await _store(service, text, f"{problem_id[:64]}.yaml", problem_id)
+    return await _store(components, text, f"{problem_id[:64]}.yaml", problem_id)
 
 
 @admin_router.delete(
@@ -187,11 +154,11 @@ async def replace_problem(problem_id: str, request: Request) -> Response:
     responses={404: {"description": "no uploaded problem with this id"}, **_ERRORS},
     summary="Delete an uploaded problem; its submissions and verdicts stay",
 )
-async def delete_problem(problem_id: str, request: Request) -> Response:
-    service = _require_admin(request)
-    deleted = await run_in_threadpool(service.delete_upload, problem_id)
+async def delete_problem(problem_id: str, request: Request, components: ComponentsDep) -> Response:
+    _require_admin(request, components)
+    deleted = await run_in_threadpool(components.uploads.delete, problem_id)
     if not deleted:
-        if service.registry.file_problem(problem_id) is not None:
+        if components.registry.file_problem(problem_id) is not None:
             raise HTTPException(409, f"problem {problem_id!r} is defined by a file; remove the file instead")
         raise HTTPException(404, f"no uploaded problem {problem_id!r}")
     return Response(status_code=204)
@@ -204,13 +171,13 @@ async def delete_problem(problem_id: str, request: Request) -> Response:
     responses={404: {"description": "unknown problem"}, **_ERRORS},
     summary="Re-queue every submission of a problem against its current version",
 )
-async def regrade_problem(problem_id: str, request: Request) -> Regrade:
-    service = _require_admin(request)
-    problem = service.registry.get(problem_id)
+async def regrade_problem(problem_id: str, request: Request, components: ComponentsDep) -> Regrade:
+    _require_admin(request, components)
+    problem = components.registry.get(problem_id)
     if problem is None:
         raise HTTPException(404, f"no problem {problem_id!r}")
     try:
-        count = await run_in_threadpool(service.regrade, problem_id)
+        count = await run_in_threadpool(components.regrade, problem_id)
     except KeyError:
         raise HTTPException(404, f"no problem {problem_id!r}") from None
     return Regrade(problem_id=problem_id, version=problem.version, requeued=count)

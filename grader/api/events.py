@@ -18,15 +18,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.schemas import SubmissionPublic, public_submission
+from grader.api.deps import ComponentsDep
 from grader.api.slots import hold_stream_slot
+from grader.components import Components
 from grader.grading.verdict import FINAL
-from grader.service import Service
-from grader.storage import crud
+from grader.submissions.public import SubmissionPublic, read_submission
 
 HEARTBEAT_S = 15.0
 RETRY_MS = 2000  # how long a browser's EventSource waits before reconnecting after a dropped stream
@@ -34,15 +34,10 @@ RETRY_MS = 2000  # how long a browser's EventSource waits before reconnecting af
 events_router = APIRouter(tags=["submissions"])
 
 
-def _load(service: Service, submission_id: str) -> tuple[SubmissionPublic, int | None] | None:
+def _load(components: Components, submission_id: str) -> tuple[SubmissionPublic, int | None] | None:
     """The public view of a submission, and how many tests its problem has (None if the problem is gone)."""
-    with service.db.session() as session:
-        submission = crud.get_submission(session, submission_id=submission_id)
-        if submission is None:
-            return None
-        problem = service.registry.get(submission.problem_id)
-        public = public_submission(submission, crud.submission_tests(submission), problem)
-        return public, len(problem.problem.tests) if problem is not None else None
+    view = read_submission(components.db, components.registry, submission_id)
+    return (view.public, view.tests_total) if view is not None else None
 
 
 def _event(kind: str, data: Any) -> str:
@@ -50,18 +45,18 @@ def _event(kind: str, data: Any) -> str:
     return f"event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-async def stream_submission(service: Service, submission_id: str) -> AsyncIterator[str]:
+async def stream_submission(components: Components, submission_id: str) -> AsyncIterator[str]:
     """The events of one submission, ending after its verdict (or if it disappears)."""
     # Watch before the first read: a test that lands between the read and the watch would otherwise
     # go unnoticed until the next heartbeat.
-    wake = service.notifier.watch(submission_id)
+    wake = components.notifier.watch(submission_id)
     try:
         yield f"retry: {RETRY_MS}\n\n"
         sent_status: str | None = None
         sent_tests: dict[str, str] = {}  # test name -> the JSON last sent for it
         while True:
             wake.clear()
-            loaded = await run_in_threadpool(_load, service, submission_id)
+            loaded = await run_in_threadpool(_load, components, submission_id)
             if loaded is None:
                 return
             public, total = loaded
@@ -82,7 +77,7 @@ async def stream_submission(service: Service, submission_id: str) -> AsyncIterat
             except TimeoutError:
                 yield ": keep-alive\n\n"
     finally:
-        service.notifier.unwatch(submission_id, wake)
+        components.notifier.unwatch(submission_id, wake)
 
 
 @events_router.get(
@@ -99,12 +94,11 @@ async def stream_submission(service: Service, submission_id: str) -> AsyncIterat
     # A slot of GRADER_MAX_STREAMS, held until the stream ends, however it ends.
     dependencies=[Depends(hold_stream_slot)],
 )
-async def submission_events(submission_id: str, request: Request) -> StreamingResponse:
-    service: Service = request.app.state.service
-    if await run_in_threadpool(_load, service, submission_id) is None:
+async def submission_events(submission_id: str, components: ComponentsDep) -> StreamingResponse:
+    if await run_in_threadpool(_load, components, submission_id) is None:
         raise HTTPException(404, f"no submission {submission_id!r}")
     return StreamingResponse(
-        stream_submission(service, submission_id),
+        stream_submission(components, submission_id),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from grader.sandboxes.values import FLOAT_DTYPES, Opaque, Tensor
 
@@ -35,10 +36,16 @@ def _child_path(path: str, part: str) -> str:
     return joined if len(joined) <= MAX_PATH else joined[: MAX_PATH - 1] + "…"
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float = 1e-5
-    atol: float = 1e-6
+class Tolerance(BaseModel):
+    """How close a returned float must be: |got - expected| <= atol + rtol * |expected|, element-wise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rtol: float = Field(1e-5, ge=0, allow_inf_nan=False, description="relative tolerance")
+    atol: float = Field(1e-6, ge=0, allow_inf_nan=False, description="absolute tolerance")
+
+
+EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Expected outputs: the reference (and each pitfall) run in a fresh sandbox, once per problem
+"""Expected outputs: the reference (and each pitfall) run in sandboxes of their own, once per problem
 version and sandbox image. Only the decoded data reaches the comparison; nothing goes back in."""
 
 from __future__ import annotations
@@ -7,100 +7,71 @@ import base64
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from grader.config import Settings
-from grader.problems.registry import LoadedProblem
-from grader.sandboxes.container import JobOutcome, SandboxContainer, SandboxLost
-from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, Outcome
+from grader.grading.judge import Expected
+from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.runs import MISSING, ModuleRun, Sticky, run_module
+from grader.sandboxes.protocol import Outcome
 from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
-
-MISSING = object()  # a test on which a module did not produce a value
 
 
 class ProblemBroken(Exception):
     """The problem's own reference fails: the author's fault, reported as internal_error."""
 
 
-@dataclass
-class ModuleOutputs:
-    """Per test: the decoded value, or MISSING with the runner's status."""
-
-    values: list[Any]
-    statuses: list[str]
-
-
-@dataclass
-class ExpectedOutputs:
-    reference: ModuleOutputs
-    pitfalls: list[ModuleOutputs]
-
-
-def build_job(problem: LoadedProblem, source: str, settings: Settings) -> JobSpec:
-    return JobSpec(
-        source=source,
-        entry_points=list(problem.problem.entry_points),
-        limits=JobLimits(**problem.limits.as_dict()),
-        tests=[JobTest(code=test.code, seed=index) for index, test in enumerate(problem.problem.tests)],
-        max_result_bytes=settings.max_result_bytes,
-        load_time_s=settings.load_time_s,
-    )
-
-
-def job_deadline(problem: LoadedProblem, settings: Settings) -> float:
-    """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
-    tests = len(problem.problem.tests)
-    return time.monotonic() + settings.load_time_s + tests * (problem.limits.time_s + 1.0) + 15.0
-
-
-def _serialise(outcome: JobOutcome) -> dict[str, Any]:
+def serialise(run: ModuleRun) -> dict[str, Any]:
+    """A module's run as stored: how it loaded, each test's status and returned bytes."""
     return {
-        "compile": outcome.load.status.value,
+        "load": run.load.status.value if run.load is not None else "crashed",
         "tests": [
-            {"status": header.status.value, "body": base64.b64encode(body).decode()} for header, body in outcome.tests
+            {"status": test.header.status.value, "body": base64.b64encode(test.body).decode()}
+            for _, test in sorted(run.tests.items())
         ],
     }
 
 
-def _outputs(raw: dict[str, Any], test_count: int) -> ModuleOutputs:
+def stored_values(raw: dict[str, Any], test_count: int) -> tuple[list[Any], list[str]]:
+    """Per test: the decoded value (MISSING where none) and the runner's status."""
     values: list[Any] = [MISSING] * test_count
     statuses = ["error"] * test_count
-    if raw["compile"] == Outcome.OK:
+    if raw.get("load") == Outcome.OK:
         for index, test in enumerate(raw["tests"][:test_count]):
             statuses[index] = test["status"]
-            if test["status"] == "ok":
+            if test["status"] == Outcome.OK:
                 try:
                     values[index] = decode_value(base64.b64decode(test["body"]))
                 except MalformedValue:
                     statuses[index] = "error"
-    return ModuleOutputs(values, statuses)
+    return values, statuses
 
 
 class ExpectedCache:
-    """Memory first, then the database (through load/save), then a sandbox run."""
+    """Memory first, then the database (through load/save), then a sandbox run of the reference."""
 
     def __init__(
         self,
         settings: Settings,
+        sandboxes: Sandboxes,
         load: Callable[[str], bytes | None],
         save: Callable[[str, bytes], None],
     ) -> None:
         self.settings = settings
+        self.sandboxes = sandboxes
         self._load = load
         self._save = save
-        self._memory: dict[str, ExpectedOutputs] = {}
+        self._memory: dict[str, Expected] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def key(self, problem: LoadedProblem, image_id: str) -> str:
-        return f"{problem.id}:{problem.version}:{image_id}"
+    def key(self, problem: ProblemSpec, image_id: str) -> str:
+        return f"v2:{problem.id}:{problem.version}:{image_id}"
 
-    def get(self, problem: LoadedProblem, image_id: str, fresh: Callable[[], SandboxContainer]) -> ExpectedOutputs:
+    def get(self, problem: ProblemSpec, image_id: str) -> Expected:
         key = self.key(problem, image_id)
         if key in self._memory:
             return self._memory[key]
@@ -111,39 +82,35 @@ class ExpectedCache:
                 return self._memory[key]
             stored = self._load(key)
             if stored is None:
-                raw = self._compute(problem, fresh)
-                stored = json.dumps(raw).encode()
+                stored = json.dumps(self._compute(problem)).encode()
                 self._save(key, stored)
             expected = self._decode(problem, json.loads(stored))
             self._memory[key] = expected
             return expected
 
-    def _compute(self, problem: LoadedProblem, fresh: Callable[[], SandboxContainer]) -> dict[str, Any]:
-        modules = [problem.problem.reference] + [pitfall.code for pitfall in problem.problem.pitfalls]
-        last_error: Exception | None = None
-        for _attempt in range(self.settings.max_attempts):
-            container = None
-            try:
-                container = fresh()
-                results = []
-                for source in modules:
-                    job = build_job(problem, source, self.settings)
-                    results.append(_serialise(container.run_job(job, job_deadline(problem, self.settings))))
-                return {"reference": results[0], "pitfalls": results[1:]}
-            except SandboxLost as exc:
-                last_error = exc
-                log.warning("reference run for %s lost its sandbox: %s", problem.id, exc)
-            finally:
-                if container is not None:
-                    container.remove()
-        raise SandboxLost(f"could not run the reference of {problem.id}: {last_error}")
+    def seed(self, problem: ProblemSpec, image_id: str, reference: ModuleRun, pitfalls: list[ModuleRun]) -> None:
+        """Stores outputs computed elsewhere (by a problem check), so the first submission need not rerun them."""
+        raw = {"reference": serialise(reference), "pitfalls": [serialise(run) for run in pitfalls]}
+        key = self.key(problem, image_id)
+        self._save(key, json.dumps(raw).encode())
+        self._memory.pop(key, None)
 
-    def _decode(self, problem: LoadedProblem, raw: dict[str, Any]) -> ExpectedOutputs:
-        count = len(problem.problem.tests)
-        reference = _outputs(raw["reference"], count)
-        if raw["reference"]["compile"] != "ok":
-            raise ProblemBroken(f"the reference of {problem.id} does not load ({raw['reference']['compile']})")
-        broken = [problem.problem.tests[i].name for i, status in enumerate(reference.statuses) if status != "ok"]
+    def _compute(self, problem: ProblemSpec) -> dict[str, Any]:
+        # One container for the reference and every pitfall, in turn: they are the problem's own code.
+        sandboxes = Sticky(self.sandboxes)
+        try:
+            reference = run_module(sandboxes, problem, problem.reference, self.settings)
+            pitfalls = [run_module(sandboxes, problem, pitfall.code, self.settings) for pitfall in problem.pitfalls]
+        finally:
+            sandboxes.close()
+        return {"reference": serialise(reference), "pitfalls": [serialise(run) for run in pitfalls]}
+
+    def _decode(self, problem: ProblemSpec, raw: dict[str, Any]) -> Expected:
+        count = len(problem.tests)
+        reference, statuses = stored_values(raw["reference"], count)
+        if raw["reference"].get("load") != Outcome.OK:
+            raise ProblemBroken(f"the reference of {problem.id} does not load ({raw['reference'].get('load')})")
+        broken = [problem.tests[i].name for i, status in enumerate(statuses) if status != Outcome.OK]
         if broken:
             raise ProblemBroken(f"the reference of {problem.id} fails its own tests: {', '.join(broken[:5])}")
-        return ExpectedOutputs(reference, [_outputs(p, count) for p in raw["pitfalls"]])
+        return Expected(reference, [stored_values(p, count)[0] for p in raw["pitfalls"]])

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.problems import strict_yaml
-from grader.problems.schema import Problem, duplicate_names
+from grader.problems.schema import NestedError, Pitfall, Problem, TestCase, duplicate_names
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +39,24 @@ class ProblemError(Exception):
         return [f"{self.source}:{line}: {text}" if line else f"{self.source}: {text}" for line, text in self.problems]
 
 
-@dataclass(frozen=True)
-class EffectiveLimits:
+class EffectiveLimits(BaseModel):
+    """A problem's limits once the server's defaults fill what its file leaves out."""
+
+    model_config = ConfigDict(frozen=True)
+
     time_s: float
     memory_mb: int
     output_kb: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"time_s": self.time_s, "memory_mb": self.memory_mb, "output_kb": self.output_kb}
+        return self.model_dump()
 
 
 @dataclass(frozen=True)
 class LoadedProblem:
+    """A problem as served: its file's content, its version (a hash of it), its limits in effect. It has
+    what grading needs (grader/grading/model.py ProblemSpec) as attributes of its own."""
+
     problem: Problem
     version: str
     limits: EffectiveLimits
@@ -60,6 +66,26 @@ class LoadedProblem:
     @property
     def id(self) -> str:
         return self.problem.id
+
+    @property
+    def tests(self) -> list[TestCase]:
+        return self.problem.tests
+
+    @property
+    def pitfalls(self) -> list[Pitfall]:
+        return self.problem.pitfalls
+
+    @property
+    def entry_points(self) -> list[str]:
+        return self.problem.entry_points
+
+    @property
+    def reference(self) -> str:
+        return self.problem.reference
+
+    @property
+    def starter_code(self) -> str:
+        return self.problem.starter_code
 
 
 def yaml_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -109,8 +135,11 @@ def parse_problem(text: str, source: str) -> Problem:
         found = []
         for error in exc.errors():
             loc = tuple(error["loc"])
-            field = ".".join(str(part) for part in loc) or "(top level)"
             message = error["msg"].removeprefix("Value error, ")
+            nested = (error.get("ctx") or {}).get("error")
+            if isinstance(nested, NestedError):
+                loc, message = loc + nested.loc, nested.message
+            field = ".".join(str(part) for part in loc) or "(top level)"
             found.append((yaml_line(root, loc), f"{field}: {message}"))
         raise ProblemError(source, found) from None
     duplicates = duplicate_names(problem)

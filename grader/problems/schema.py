@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import keyword
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from grader.grading import checkers
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
+class NestedError(ValueError):
+    """An error inside a field that a validator checks itself (a checker's options): where in the field,
+    so that the problem's loader can name the line of the very value."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(f"{'.'.join(map(str, loc))}: {message}")
+        self.loc = loc
+        self.message = message
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Tolerance(Strict):
-    """How close a returned float must be: |got - expected| <= atol + rtol * |expected|, element-wise."""
-
-    rtol: float = Field(1e-5, ge=0, description="relative tolerance")
-    atol: float = Field(1e-6, ge=0, description="absolute tolerance")
 
 
 class Limits(Strict):
@@ -41,11 +46,43 @@ class TestCase(Strict):
         "torch.manual_seed(i) for the i-th test (0-based); returns a dict (or any value) of tensors, numbers, "
         "bools, strings, None, and lists, tuples or dicts of these",
     )
-    check: dict[str, Tolerance] = Field(
-        default_factory=dict,
-        description="tolerance per top-level key of the returned dict; floats elsewhere get rtol 1e-5, atol 1e-6; "
-        "everything that is not a float is compared exactly",
+    checker: str = Field(
+        checkers.DEFAULT,
+        description="the comparison rule (grader/grading/checkers/): "
+        + "; ".join(f"{name}: {checkers.get(name).description}" for name in checkers.names()),
     )
+    check: dict[str, Any] = Field(
+        default_factory=dict,
+        json_schema_extra={
+            "additionalProperties": {
+                "anyOf": [checkers.get(name).options.model_json_schema() for name in checkers.names()]
+            }
+        },
+        description="the checker's options per top-level key of the returned dict; for `tolerance`, rtol and "
+        "atol (floats elsewhere get rtol 1e-5, atol 1e-6; everything that is not a float is compared exactly)",
+    )
+
+    @field_validator("checker")
+    @classmethod
+    def _known_checker(cls, name: str) -> str:
+        if name not in checkers.names():
+            raise ValueError(f"unknown checker {name!r}; known: {', '.join(checkers.names())}")
+        return name
+
+    @field_validator("check")
+    @classmethod
+    def _checker_options(cls, check: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        name = info.data.get("checker")
+        if name is None:  # the checker itself is refused; that error is enough
+            return check
+        parsed = {}
+        for key, options in check.items():
+            try:
+                parsed.update(checkers.get(name).parse({key: options}))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise NestedError((key, *first.get("loc", ())), f"{first.get('msg')} ({name} checker)") from None
+        return parsed
 
     @field_validator("code")
     @classmethod

@@ -1,5 +1,6 @@
 """The Celery dispatcher: the API stores a submission and sends its id over Redis; `grader worker`
-processes, each with its own sandbox pool on its own Docker engine, run Service.process on it.
+processes, each with its own sandbox pool on its own Docker engine, grade it (grader/worker.py runs
+one; the task calls the handler its dispatcher was given: submissions/processing.py Processor.process).
 
 Nothing is lost when a process dies:
   - messages are acknowledged only after grading (task_acks_late) with one message reserved per
@@ -7,7 +8,7 @@ Nothing is lost when a process dies:
     the message out again after the visibility timeout, which outlasts any grading;
   - sooner than that, the database lease does it: a worker renews the lease of what it grades every
     lease_s / 3, and any worker's reaper queues again, and re-sends, a submission whose lease ran out;
-  - Service.process takes a submission with one conditional UPDATE (crud.mark_running), so the
+  - processing takes a submission with one conditional UPDATE (crud.mark_running), so the
     redelivered message and the reaper's new one cannot grade it twice, nor while its lease is live;
   - a queued submission gets a dispatch lease too: a message lost with the broker is sent again.
 
@@ -18,34 +19,26 @@ in-process Notifier, so ?wait= and the server-sent events wake up as they do in 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 import redis
 from celery import Celery, Task
 
 from grader.config import Settings
 from grader.storage import crud
+from grader.storage.db import Database
 
-if TYPE_CHECKING:
-    from grader.service import Service
-    from grader.storage.db import Database
-
-__all__ = ["GRADE_TASK", "CeleryDispatcher", "make_celery", "run_worker"]
+__all__ = ["GRADE_TASK", "CeleryDispatcher", "make_celery"]
 
 log = logging.getLogger(__name__)
 
 GRADE_TASK = "torchjudge.grade"
 RETRY_CAP_S = 60
 
-# The worker-side Service the grading task runs on; bound by run_worker before the worker consumes.
-_worker_service: Service | None = None
 
-
-def make_celery(settings: Settings) -> Celery:
+def make_celery(settings: Settings, handler: Callable[[str], None] | None = None) -> Celery:
+    """The Celery app; `handler` grades one submission (a worker's), None where nothing is consumed."""
     app = Celery("torchjudge", broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
@@ -71,11 +64,10 @@ def make_celery(settings: Settings) -> Celery:
 
     @app.task(name=GRADE_TASK, bind=True, max_retries=None)  # type: ignore[untyped-decorator]
     def grade(task: Task, submission_id: str) -> None:
-        service = _worker_service
-        if service is None:
+        if handler is None:
             raise RuntimeError("the grading task runs only in `grader worker`")
         try:
-            service.process(submission_id)
+            handler(submission_id)
         except Exception as exc:
             # The database or the engine failed before a verdict was stored: the submission is still
             # queued or leased, so trying again is safe (a duplicate finds it taken or final).
@@ -91,10 +83,16 @@ class CeleryDispatcher:
     broker's own queue misses what a worker has reserved); the API checks it against max_queue before
     storing, so `submit` itself never refuses."""
 
-    def __init__(self, settings: Settings, db: Database, on_progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        on_progress: Callable[[str], None] | None = None,
+        handler: Callable[[str], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.db = db
-        self.app = make_celery(settings)
+        self.app = make_celery(settings, handler)
         self.channel = f"{settings.celery_queue}:progress"
         self._on_progress = on_progress
         self._redis = redis.Redis.from_url(
@@ -171,65 +169,3 @@ class CeleryDispatcher:
                     pubsub.close()
                 except (redis.RedisError, OSError):
                     pass
-
-
-def worker_settings(settings: Settings, name: str) -> Settings:
-    """A worker's settings: its sandbox containers are owned by this worker alone (the pool removes the
-    leftovers of its owner at start), so the worker's state lives under data_dir/workers/<name>. Two
-    workers on one host get two owners; a worker restarted under its name cleans what it left."""
-    update: dict[str, Any] = {"data_dir": settings.data_dir / "workers" / name}
-    if not settings.database_url:  # keep the one SQLite file, not one per worker
-        update["database_url"] = settings.sqlalchemy_url
-    return settings.model_copy(update=update)
-
-
-def run_worker(settings: Settings, *, name: str = "", pool: str = "threads", concurrency: int | None = None) -> int:
-    """`grader worker`: a Service that grades (warm pool, no HTTP API) under a Celery worker."""
-    global _worker_service
-    from grader.metrics import serve_worker_http
-    from grader.service import Service
-
-    name = name or settings.worker_name or socket.gethostname()
-    settings = worker_settings(settings, name)
-    service = Service(settings, role="worker")
-    service.start()
-    http_server = None
-    try:
-        if service.pool.image_id is None:
-            log.error("worker %s cannot grade: %s", name, service.pool.last_error)
-            return 1
-        deadline = time.monotonic() + settings.sandbox_start_timeout_s * 2
-        while not service.pool.ready and time.monotonic() < deadline:
-            time.sleep(0.2)  # consume only once warm, so that a ready worker gets the work meanwhile
-        if settings.worker_http_port:
-            http_server = serve_worker_http(service, settings.host, settings.worker_http_port)
-        _worker_service = service
-        assert isinstance(service.queue, CeleryDispatcher)
-        concurrency = 1 if pool == "solo" else (concurrency or settings.pool_size)
-        worker = service.queue.app.Worker(
-            hostname=f"{name}@{socket.gethostname()}",
-            pool=pool,
-            concurrency=concurrency,
-            queues=[settings.celery_queue],
-            without_gossip=True,
-            without_mingle=True,
-            without_heartbeat=True,
-            optimization="fair",
-            loglevel=settings.log_level,
-            quiet=True,  # no banner on stdout: the log says what it would (below), in the log's format
-        )
-        log.info(
-            "worker %s consuming %s with %d %s (sandbox pool of %d)",
-            name,
-            settings.celery_queue,
-            concurrency,
-            "thread" if pool == "threads" else "process",
-            service.pool.size,
-        )
-        worker.start()
-        return int(worker.exitcode or 0)
-    finally:
-        _worker_service = None
-        if http_server is not None:
-            http_server.shutdown()
-        service.stop()

@@ -95,9 +95,10 @@ def docker_client() -> docker.DockerClient:
 
 
 class SandboxContainer:
-    def __init__(self, client: docker.DockerClient, settings: Settings) -> None:
+    def __init__(self, client: docker.DockerClient, settings: Settings, owner: str | None = None) -> None:
         self.client = client
         self.settings = settings
+        self.owner = owner or owner_label(settings)
         self.name = f"torchjudge-sandbox-{uuid.uuid4().hex[:12]}"
         self.container_id: str | None = None
         self.uses = 0
@@ -148,7 +149,7 @@ class SandboxContainer:
                 user="10001:10001",
                 environment={},
                 network_disabled=True,
-                labels={LABEL: owner_label(settings)},
+                labels={LABEL: self.owner},
                 host_config=host_config,
             )
             self.container_id = created["Id"]

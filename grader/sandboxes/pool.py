@@ -15,7 +15,6 @@ import logging
 import queue
 import threading
 import time
-import weakref
 
 import docker
 
@@ -30,10 +29,19 @@ WATCHDOG_INTERVAL_S = 1.0
 
 
 class SandboxPool:
-    def __init__(self, settings: Settings, client: docker.DockerClient | None = None, size: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: docker.DockerClient | None = None,
+        size: int | None = None,
+        owner: str | None = None,
+    ) -> None:
         self.settings = settings
         self.client = client
-        # size=0: no warm containers, only the engine for fresh() (a Celery-mode API checking uploads).
+        # Whose containers these are (a label): a pool removes its owner's leftovers at start, so a pool
+        # beside another (a problem check's) needs an owner of its own.
+        self.owner = owner or owner_label(settings)
+        # size=0: no warm containers, only the engine (a Celery-mode API).
         self.size = settings.pool_size if size is None else size
         self._idle: queue.Queue[SandboxContainer] = queue.Queue()
         self._lock = threading.Lock()
@@ -42,9 +50,6 @@ class SandboxPool:
         self._closed = False
         self.last_error: str | None = None
         self.image_id: str | None = None
-        # Containers handed out by fresh(): their users remove them, but a process stopping meanwhile
-        # (its daemon threads just end) would leave them running; close() removes what is left.
-        self._fresh: weakref.WeakSet[SandboxContainer] = weakref.WeakSet()
         # Containers handed out, with the time each is due back.
         self._out: dict[SandboxContainer, float] = {}
         self._watchdog: threading.Thread | None = None
@@ -58,9 +63,7 @@ class SandboxPool:
 
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id
-            for old in self.client.containers.list(
-                all=True, filters={"label": f"{LABEL}={owner_label(self.settings)}"}
-            ):
+            for old in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.owner}"}):
                 old.remove(force=True)
         except docker.errors.DockerException as exc:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
@@ -82,7 +85,7 @@ class SandboxPool:
     def _warm_one(self) -> None:
         delay = 0.5
         while True:
-            container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
+            container = SandboxContainer(self.client, self.settings, owner=self.owner)  # type: ignore[arg-type]
             try:
                 container.start()
             except SandboxLost as exc:
@@ -136,15 +139,6 @@ class SandboxPool:
             return
         threading.Thread(target=container.remove, daemon=True).start()
         self._spawn()
-
-    def fresh(self) -> SandboxContainer:
-        """A container outside the pool, for work that must not share one (reference runs)."""
-        if self.client is None or self.image_id is None:
-            raise SandboxLost(self.last_error or "the sandbox engine is not available")
-        container = SandboxContainer(self.client, self.settings)  # type: ignore[arg-type]
-        self._fresh.add(container)
-        container.start()
-        return container
 
     def _watch(self) -> None:
         while True:
@@ -209,5 +203,3 @@ class SandboxPool:
                 self._idle.get_nowait().remove()
             except queue.Empty:
                 break
-        for container in list(self._fresh):
-            container.remove()

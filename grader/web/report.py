@@ -13,9 +13,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from grader.api.schemas import SubmissionPublic, TestPublic
 from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.registry import LoadedProblem
+from grader.submissions.public import SubmissionPublic, TestPublic
 
 PENDING = "pending"
 
@@ -91,7 +91,7 @@ def public_test_names(problem: LoadedProblem) -> list[tuple[str, bool]]:
     """The problem's tests in file order, named as the public verdict names them."""
     names = []
     hidden = 0
-    for test in problem.problem.tests:
+    for test in problem.tests:
         if test.visible:
             names.append((test.name, True))
         else:

@@ -17,11 +17,11 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
-from grader.api.schemas import SubmissionPublic, problem_public, public_submission
+from grader.api.deps import ComponentsDep, RegistryDep
 from grader.grading.verdict import FINAL, Status, TestStatus
+from grader.problems.public import problem_public, problem_summary
 from grader.problems.registry import LoadedProblem
-from grader.service import Service
-from grader.storage import crud
+from grader.submissions.public import read_submission
 from grader.web import report
 from grader.web.markup import highlight_python, render_markdown
 
@@ -84,10 +84,6 @@ web_router = APIRouter(include_in_schema=False)
 web_router.mount("/static", RevalidatedStaticFiles(directory=HERE / "static"), name="static")
 
 
-def _service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
 def _page(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
     return templates.TemplateResponse(request, template, context, status_code=status_code, headers=PAGE_HEADERS)
 
@@ -97,10 +93,12 @@ def _not_found(request: Request, what: str) -> HTMLResponse:
 
 
 @web_router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
-def index_page(request: Request) -> HTMLResponse:
-    problems = _service(request).registry.all()
+def index_page(request: Request, registry: RegistryDep) -> HTMLResponse:
     order = {"easy": 0, "medium": 1, "hard": 2}
-    problems = sorted(problems, key=lambda p: (order.get(p.problem.difficulty, 3), p.problem.title.lower()))
+    problems = sorted(
+        (problem_summary(problem) for problem in registry.all()),
+        key=lambda p: (order.get(p.difficulty, 3), p.title.lower()),
+    )
     return _page(request, "index.html", {"title": "Problems", "problems": problems})
 
 
@@ -115,29 +113,19 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
 
 
 @web_router.api_route("/problems/{problem_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
-def problem_page(problem_id: str, request: Request) -> HTMLResponse:
-    problem = _service(request).registry.get(problem_id)
+def problem_page(problem_id: str, request: Request, registry: RegistryDep) -> HTMLResponse:
+    problem = registry.get(problem_id)
     if problem is None:
         return _not_found(request, f"There is no problem “{problem_id}”.")
     return _page(request, "problem.html", _problem_context(problem))
 
 
-def _load_submission(service: Service, submission_id: str) -> tuple[SubmissionPublic, str, LoadedProblem | None] | None:
-    with service.db.session() as session:
-        submission = crud.get_submission(session, submission_id=submission_id)
-        if submission is None:
-            return None
-        problem = service.registry.get(submission.problem_id)
-        public = public_submission(submission, crud.submission_tests(submission), problem)
-        return public, submission.source, problem
-
-
 @web_router.api_route("/submissions/{submission_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
-def submission_page(submission_id: str, request: Request) -> HTMLResponse:
-    loaded = _load_submission(_service(request), submission_id)
-    if loaded is None:
+def submission_page(submission_id: str, request: Request, components: ComponentsDep) -> HTMLResponse:
+    view = read_submission(components.db, components.registry, submission_id)
+    if view is None:
         return _not_found(request, f"There is no submission “{submission_id}”.")
-    public, source, problem = loaded
+    public, source, problem = view.public, view.source, view.problem
     rows = report.report_rows(public, problem)
     # The line of the submitter's own source to mark: where it failed to load, else where the first visible
     # test that raised was (the sandbox reports lines of the submission's file only).

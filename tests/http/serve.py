@@ -9,18 +9,18 @@ import sys
 
 from grader.api.app import create_app
 from grader.api.server import build_server
+from grader.components import build
 from grader.config import Settings
 from grader.logs import configure_logging
-from grader.service import Service
 
 
 def main() -> None:
     settings = Settings()
     configure_logging(settings.log_format, settings.log_level)
-    service = Service(settings)
+    service = build(settings)
     service.db.create_all()
-    service.poll_problems()
-    build_server(create_app(settings, service=service), settings, host="127.0.0.1", port=int(sys.argv[1])).run()
+    service.watcher.poll()
+    build_server(create_app(settings, components=service), settings, host="127.0.0.1", port=int(sys.argv[1])).run()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
-from grader.service import Service
+from grader.components import Components, build
 from tests.conftest import make_settings, wait_until_ready
 
 pytestmark = pytest.mark.docker
@@ -59,8 +59,8 @@ pitfalls:
 DOUBLE = "def scale(x):\n    return 2 * x\n"
 
 
-def start_service(data_dir: Path, problems_dir: Path) -> Service:
-    service = Service(
+def start_service(data_dir: Path, problems_dir: Path) -> Components:
+    service = build(
         make_settings(data_dir, problems_dir=problems_dir, admin_token=TOKEN, pool_size=1, problems_poll_s=0.2)
     )
     service.start()
@@ -69,21 +69,21 @@ def start_service(data_dir: Path, problems_dir: Path) -> Service:
 
 
 @pytest.fixture(scope="module")
-def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Service]]:
+def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Components]]:
     root = tmp_path_factory.mktemp("admin")
     problems = root / "problems"
     problems.mkdir()
     (problems / "file-problem.yaml").write_text(scaling_problem("file-problem"))
     service = start_service(root / "data", problems)
     try:
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             yield client, service
     finally:
         service.stop()
 
 
 @pytest.fixture
-def admin_client(admin: tuple[TestClient, Service]) -> TestClient:
+def admin_client(admin: tuple[TestClient, Components]) -> TestClient:
     return admin[0]
 
 
@@ -202,7 +202,7 @@ def test_a_file_problem_wins_over_uploads(admin_client: TestClient) -> None:
 
 
 def test_a_file_dropped_into_the_problems_dir_is_served_without_a_restart(
-    admin: tuple[TestClient, Service],
+    admin: tuple[TestClient, Components],
 ) -> None:
     client, service = admin
     path = service.settings.problems_dir / "dropped.yaml"
@@ -235,7 +235,7 @@ def test_an_upload_survives_a_restart(tmp_path: Path) -> None:
     problems.mkdir()
     service = start_service(tmp_path / "data", problems)
     try:
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             response = client.post("/api/problems", content=scaling_problem("persistent"), headers=AUTH)
             assert response.status_code == 201, response.text
             version = response.json()["version"]
@@ -246,7 +246,7 @@ def test_an_upload_survives_a_restart(tmp_path: Path) -> None:
     try:
         loaded = again.registry.get("persistent")
         assert loaded is not None and loaded.uploaded and loaded.version == version
-        with TestClient(create_app(again.settings, service=again)) as client:
+        with TestClient(create_app(again.settings, components=again)) as client:
             assert client.get("/api/problems/persistent").json()["version"] == version
             assert client.post("/api/problems", content=scaling_problem("persistent"), headers=AUTH).status_code == 409
     finally:

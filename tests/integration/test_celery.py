@@ -20,13 +20,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
+from grader.components import Components, build
 from grader.grading.verdict import Status, Verdict
-from grader.queue.celery_app import worker_settings
 from grader.sandboxes.container import LABEL, owner_label
-from grader.service import Service
 from grader.storage import crud
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
+from grader.worker import worker_settings
 from tests.conftest import PROBLEMS_DIR, make_settings
 from tests.services import (
     REDIS_URL,
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.docker
 
 @dataclass
 class CeleryStack:
-    api: Service
+    api: Components
     client: TestClient
     worker: GraderProcess
     worker_http: str
@@ -63,7 +63,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
         settings = make_settings(
             root / "api", queue="celery", database_url=url, celery_queue=queue, problems_dir=problems
         )
-        api = Service(settings)
+        api = build(settings)
         api.start()
         env = {
             "GRADER_QUEUE": "celery",
@@ -78,7 +78,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
         worker = GraderProcess(["worker", "--name", "w"], env, root / "worker.log").start()
         try:
             worker.wait_http_ready(f"http://127.0.0.1:{port}/healthz")
-            with TestClient(create_app(settings, service=api)) as client:
+            with TestClient(create_app(settings, components=api)) as client:
                 yield CeleryStack(api, client, worker, f"http://127.0.0.1:{port}")
         finally:
             worker.stop()

@@ -20,13 +20,14 @@ import redis
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
+from grader.components import build
 from grader.grading.verdict import Status
-from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher, worker_settings
+from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher
 from grader.sandboxes.container import LABEL, owner_label
-from grader.service import Service
 from grader.storage import crud
 from grader.storage.db import Database, utcnow
 from grader.storage.migrate import upgrade_to_head
+from grader.worker import worker_settings
 from tests.conftest import PROBLEMS_DIR, make_settings
 from tests.services import (
     REDIS_URL,
@@ -147,7 +148,7 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
         lease_s=LEASE_S,
         problems_dir=Path(env["GRADER_PROBLEMS_DIR"]),
     )
-    api = Service(settings)
+    api = build(settings)
     api.start()
     port_a, port_b = free_port(), free_port()
     worker_a = GraderProcess(
@@ -161,7 +162,7 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
         tmp_path / "worker-b.log",
     )
     try:
-        with TestClient(create_app(settings, service=api)) as client:
+        with TestClient(create_app(settings, components=api)) as client:
             worker_a.wait_http_ready(f"http://127.0.0.1:{port_a}/healthz")
             ids = []
             for _ in range(3):
@@ -187,7 +188,7 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
             assert any("lease of running submission ran out" in e["message"] for e in worker_b.log_entries())
 
             # A message delivered again for a submission already final grades nothing.
-            dispatcher = api.queue
+            dispatcher = api.dispatcher
             assert isinstance(dispatcher, CeleryDispatcher)
             dispatcher.app.send_task(GRADE_TASK, args=[caught], queue=settings.celery_queue)
             # And one delivered while another thread grades the same submission under a live lease
@@ -218,7 +219,7 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
     sending) go back to queued with a fresh message on the broker; live and recent ones stay."""
     env, url = celery_env
     settings = make_settings(tmp_path, queue="celery", database_url=url, celery_queue=env["GRADER_CELERY_QUEUE"])
-    service = Service(settings, role="worker")  # not started: no pool; only the reaper is exercised
+    service = build(settings, role="worker")  # not started: no pool; only the reaper is exercised
     upgrade_to_head(service.db.engine)
     try:
         with service.db.session() as session:
@@ -235,8 +236,8 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             crud.set_dispatch_lease(session, submission_ids=[unsent], lease_s=0.05)
             assert crud.mark_running(session, submission_id=live, lease_s=60) is not None
         time.sleep(0.2)
-        assert service.reap_expired_leases() == 3
-        assert service.reap_expired_leases() == 0  # their new dispatch leases are live
+        assert service.leases.reap_expired() == 3
+        assert service.leases.reap_expired() == 0  # their new dispatch leases are live
         with service.db.session() as session:
             assert crud.get_submission(session, submission_id=lost).status == Status.QUEUED  # type: ignore[union-attr]
             assert crud.get_submission(session, submission_id=unsent).status == Status.QUEUED  # type: ignore[union-attr]
@@ -247,5 +248,5 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
         assert broker.llen(f"{settings.celery_queue}:{settings.celery_queue}") == 3
         broker.close()
     finally:
-        service.queue.stop()
+        service.dispatcher.stop()
         service.db.engine.dispose()

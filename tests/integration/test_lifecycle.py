@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
-from grader.service import Service
+from grader.components import build
 from tests.conftest import CASES_DIR, make_settings, wait_until_ready
 
 pytestmark = pytest.mark.docker
@@ -60,11 +60,11 @@ def test_a_problem_whose_reference_fails_is_internal_error(tmp_path: Path) -> No
     problems = tmp_path / "problems"
     problems.mkdir()
     (problems / "broken-reference.yaml").write_text(BROKEN_PROBLEM)
-    service = Service(make_settings(tmp_path / "data", problems_dir=problems, pool_size=1))
+    service = build(make_settings(tmp_path / "data", problems_dir=problems, pool_size=1))
     service.start()
     try:
         wait_until_ready(service)
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             response = client.post(
                 "/api/submissions?wait=60",
                 json={"problem_id": "broken-reference", "source": "def one():\n    return 1\n"},
@@ -79,7 +79,7 @@ def test_a_problem_whose_reference_fails_is_internal_error(tmp_path: Path) -> No
 
 
 def test_no_sandbox_image_is_internal_error_not_the_submissions_fault(tmp_path: Path) -> None:
-    service = Service(
+    service = build(
         make_settings(
             tmp_path,
             sandbox_image="torchjudge-no-such-image",
@@ -91,7 +91,7 @@ def test_no_sandbox_image_is_internal_error_not_the_submissions_fault(tmp_path: 
     service.start()
     try:
         assert not service.pool.ready
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             assert client.get("/healthz").status_code == 503
             response = client.post(
                 "/api/submissions?wait=30", json={"problem_id": "embedding-layer", "source": "x = 1\n"}

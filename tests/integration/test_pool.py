@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
+from grader.components import Components, build
 from grader.problems.registry import parse_problem
 from grader.sandboxes.container import docker_client
-from grader.service import Service
 from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
 
 pytestmark = pytest.mark.docker
@@ -25,7 +25,7 @@ def _accepted(client: TestClient) -> None:
     assert response.json()["status"] == "accepted", response.json()
 
 
-def _idle_after_ready(service: Service) -> list[str]:
+def _idle_after_ready(service: Components) -> list[str]:
     wait_until_ready(service)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -38,10 +38,10 @@ def _idle_after_ready(service: Service) -> list[str]:
 
 @pytest.mark.parametrize("reuse", [1, 100])
 def test_containers_are_reused_up_to_their_quota(tmp_path: Path, reuse: int) -> None:
-    service = Service(make_settings(tmp_path, pool_size=1, sandbox_reuse=reuse))
+    service = build(make_settings(tmp_path, pool_size=1, sandbox_reuse=reuse))
     service.start()
     try:
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             first = _idle_after_ready(service)
             _accepted(client)
             _accepted(client)
@@ -55,10 +55,10 @@ def test_containers_are_reused_up_to_their_quota(tmp_path: Path, reuse: int) -> 
 
 
 def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
-    service = Service(make_settings(tmp_path, pool_size=1))
+    service = build(make_settings(tmp_path, pool_size=1))
     service.start()
     try:
-        with TestClient(create_app(service.settings, service=service)) as client:
+        with TestClient(create_app(service.settings, components=service)) as client:
             (victim,) = _idle_after_ready(service)
             docker_client().containers.get(victim).kill()
             time.sleep(0.5)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.components import Components, build
 from grader.grading.verdict import Status
 from grader.problems.registry import parse_problem
-from grader.service import Service
 from grader.storage import crud
 from grader.storage.db import Database
 from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.docker
 REFERENCE = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml").reference
 
 
-def _wait_final(service: Service, submission_id: str, timeout: float = 120) -> str:
+def _wait_final(service: Components, submission_id: str, timeout: float = 120) -> str:
     import time
 
     deadline = time.monotonic() + timeout
@@ -43,7 +43,7 @@ def test_unfinished_submissions_are_graded_after_a_restart(tmp_path: Path) -> No
         crud.mark_running(session, submission_id=running.id)
     database.engine.dispose()
 
-    service = Service(settings)
+    service = build(settings)
     service.start()
     try:
         wait_until_ready(service)
@@ -58,7 +58,7 @@ def test_unfinished_submissions_are_graded_after_a_restart(tmp_path: Path) -> No
         service.stop()
 
     # A second life of the service still has the verdicts, and grades nothing twice.
-    again = Service(settings)
+    again = build(settings)
     again.db.create_all()
     with again.db.session() as session:
         assert crud.unfinished_submission_ids(session) == []

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
-from grader.service import Service
+from grader.components import Components, build
 from grader.storage import crud
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
@@ -33,16 +33,16 @@ MakeClient = Callable[..., TestClient]
 @pytest.fixture
 def make_client(tmp_path: Path) -> Iterator[MakeClient]:
     """A TestClient on a local-mode service that stores and queues but grades nothing."""
-    services: list[Service] = []
+    services: list[Components] = []
     clients: list[TestClient] = []
 
     def make(**overrides: object) -> TestClient:
         settings = make_settings(tmp_path / f"data{len(services)}", problems_poll_s=0, **overrides)
-        service = Service(settings)
+        service = build(settings)
         upgrade_to_head(service.db.engine)
         service.registry.load_dir(settings.problems_dir)
         services.append(service)
-        client = TestClient(create_app(settings, service=service)).__enter__()
+        client = TestClient(create_app(settings, components=service)).__enter__()
         clients.append(client)
         return client
 
@@ -60,7 +60,7 @@ def _post(client: TestClient, key: str | None = None, source: str = REFERENCE, *
 
 
 def _row(client: TestClient, submission_id: str):  # type: ignore[no-untyped-def]
-    service: Service = client.app.state.service  # type: ignore[attr-defined]
+    service: Components = client.app.state.components  # type: ignore[attr-defined]
     with service.db.session() as session:
         return crud.get_submission(session, submission_id=submission_id)
 
@@ -231,10 +231,10 @@ def test_a_full_celery_queue_counts_queued_submissions_in_the_database(tmp_path:
     queue = unique_queue()
     with postgres_database() as url:
         settings = make_settings(tmp_path, queue="celery", database_url=url, celery_queue=queue, max_queue=2)
-        service = Service(settings)
+        service = build(settings)
         service.start()  # an API-side service: no warm pool, no grading, and no worker reads this queue
         try:
-            with TestClient(create_app(settings, service=service)) as client:
+            with TestClient(create_app(settings, components=service)) as client:
                 assert client.get("/healthz").json()["ready"] is True
                 assert [_post(client).status_code for _ in range(2)] == [202, 202]
                 refused = _post(client)

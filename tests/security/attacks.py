@@ -130,13 +130,19 @@ def escaped_if(attack: str, *, in_test: bool = False, once: bool = True) -> str:
     right only then, so wrong_answer proves it failed. It runs once per job (or in every process that
     loads the submission, once=False), at import or (in_test) in the first test; an exception inside
     it counts as failure."""
-    guard = "    if not first_time():\n        return False\n" if once else ""
+    guard = "    if not first_time():\n        RESULT.append(False)\n        return False\n" if once else ""
     run = f"""
+RESULT = []  # the first answer, kept: every test of the job sees the same one
+
+
 def escaped():
+    if RESULT:
+        return RESULT[0]
 {guard}    try:
-        return bool(attack())
+        RESULT.append(bool(attack()))
     except BaseException:  # noqa: BLE001 - a failed attack, whatever it raised
-        return False
+        RESULT.append(False)
+    return RESULT[0]
 """
     body = (
         PRELUDE
@@ -526,7 +532,7 @@ def embed_tokens(embedding, tokens, d_model):
         + """
 
 def embed_tokens(embedding, tokens, d_model):
-    head = b"[" * 200_000 + b"]" * 200_000
+    head = b"[" * 30_000 + b"]" * 30_000  # within the 64 KiB header cap: it is the nesting that must be refused
     forge_on_every_fd(struct.pack(">2scII", b"TJ", b"r", len(head), 0) + head)
     return embedding(tokens) * math.sqrt(d_model)
 """,
@@ -570,6 +576,7 @@ def embed_tokens(embedding, tokens, d_model):
 import ctypes
 import mmap
 import subprocess
+import time
 
 
 def fill():
@@ -578,13 +585,16 @@ def fill():
             adj.write("0")
     except OSError:
         pass
-    for _ in range(6):  # ordinary processes, outside the child's rlimits
+    # Ordinary processes, each smaller than the zygote, outside the child's rlimits, that fill the cgroup:
+    # the OOM killer then finds the zygote the biggest. None can start (seccomp).
+    for _ in range(12):
         try:
-            subprocess.Popen(["python3", "-S", "-c", "b = bytearray(400 << 20); import time; time.sleep(60)"])
+            subprocess.Popen(["python3", "-S", "-c", "b = bytearray(150 << 20); import time; time.sleep(60)"])
         except OSError:
             pass
+    time.sleep(1)
     blocks = []
-    while True:  # shared memory: RLIMIT_DATA does not count it
+    while True:  # then the child itself, with shared memory (RLIMIT_DATA does not count it)
         block = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_SHARED)
         ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(block)), 1, 64 << 20)
         blocks.append(block)

@@ -54,9 +54,9 @@ def security_settings(data_dir: Path, runtime: str, **overrides: object):  # typ
 
 @pytest.fixture(scope="session")
 def service(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from grader.service import Service
+    from grader.components import build
 
-    svc = Service(security_settings(tmp_path_factory.mktemp(f"security-{sandbox_runtime}"), sandbox_runtime))
+    svc = build(security_settings(tmp_path_factory.mktemp(f"security-{sandbox_runtime}"), sandbox_runtime))
     svc.start()
     try:
         wait_until_ready(svc)
@@ -69,7 +69,7 @@ def service(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory) -> I
 def client(service: object) -> Iterator[TestClient]:
     from grader.api.app import create_app
 
-    app = create_app(service.settings, service=service)  # type: ignore[attr-defined]
+    app = create_app(service.settings, components=service)  # type: ignore[attr-defined]
     with TestClient(app) as test_client:
         # The first submission computes the expected outputs (a reference run): not an attack's cost.
         body = {"problem_id": "embedding-layer", "source": CORRECT}

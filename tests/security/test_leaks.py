@@ -39,17 +39,17 @@ def test_the_service_environment_never_reaches_a_sandbox(
     """A service whose own environment holds secrets; the submission looks for them in everything it can
     read (its environment, every process's environ and cmdline) and is right only if it finds one."""
     from grader.api.app import create_app
-    from grader.service import Service
+    from grader.components import build
 
     monkeypatch.setenv("GRADER_ADMIN_TOKEN", context.secret)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", context.secret)
     settings = security_settings(tmp_path / "data", sandbox_runtime, pool_size=1)
     assert settings.admin_token == context.secret, "the secret is really in the service's settings"
-    service = Service(settings)
+    service = build(settings)
     service.start()
     try:
         wait_until_ready(service)
-        with TestClient(create_app(settings, service=service)) as client:
+        with TestClient(create_app(settings, components=service)) as client:
             response = client.post(
                 "/api/submissions?wait=60",
                 json={"problem_id": "embedding-layer", "source": _secret_in_environment(context)},
@@ -175,18 +175,18 @@ HIDDEN_MARKER = "tjhidden-c0ffee-in-the-hidden-test"
 @pytest.fixture(scope="module")
 def probe_client(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from grader.api.app import create_app
-    from grader.service import Service
+    from grader.components import build
 
     problems = tmp_path_factory.mktemp("probe-problems")
     (problems / "probe.yaml").write_text(PROBE_PROBLEM)
     settings = security_settings(
         tmp_path_factory.mktemp("probe-data"), sandbox_runtime, pool_size=1, problems_dir=problems
     )
-    service = Service(settings)
+    service = build(settings)
     service.start()
     try:
         wait_until_ready(service)
-        with TestClient(create_app(settings, service=service)) as client:
+        with TestClient(create_app(settings, components=service)) as client:
             yield client
     finally:
         service.stop()

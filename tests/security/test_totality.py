@@ -72,10 +72,10 @@ def test_a_sandbox_lost_twice_at_different_tests_is_the_submissions_runtime_erro
     if sandbox_runtime != "runc":
         pytest.skip("the blame rule does not depend on the runtime; the engine kill is shown under runc")
     from grader.api.app import create_app
-    from grader.service import Service
+    from grader.components import build
 
     settings = security_settings(tmp_path / "data", sandbox_runtime, pool_size=1)
-    service = Service(settings)
+    service = build(settings)
     service.start()
     handed_out: list[str] = []
     stop = threading.Event()
@@ -99,7 +99,7 @@ def test_a_sandbox_lost_twice_at_different_tests_is_the_submissions_runtime_erro
     try:
         wait_until_ready(service)
         killer.start()
-        with TestClient(create_app(settings, service=service)) as client:
+        with TestClient(create_app(settings, components=service)) as client:
             response = client.post(
                 "/api/submissions?wait=60",
                 json={"problem_id": "embedding-layer", "source": SLEEPS_AT_A_TEST_CHOSEN_BY_ITS_CONTAINER},
@@ -125,11 +125,11 @@ def test_a_container_not_returned_in_time_is_replaced_and_the_pool_reports_it_sh
     removes the container and starts another; meanwhile the pool is not ready, and says why."""
     if sandbox_runtime != "runc":
         pytest.skip("the pool's bookkeeping does not depend on the runtime")
+    from grader.components import build
     from grader.sandboxes import pool as pool_module
-    from grader.service import Service
 
     settings = security_settings(tmp_path / "data", sandbox_runtime, pool_size=1)
-    service = Service(settings)
+    service = build(settings)
     service.start()
     try:
         wait_until_ready(service)

@@ -14,15 +14,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.api.app import create_app
+from grader.components import Components, build
 from grader.config import Settings
-from grader.service import Service
 from grader.storage import crud
 
 TOKEN = "unit-test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/yaml"}
 
 
-def make_service(tmp_path: Path, problem_yaml: str, mutate, **overrides: object) -> Service:
+def make_service(tmp_path: Path, problem_yaml: str, mutate, **overrides: object) -> Components:
     problems = tmp_path / "problems"
     problems.mkdir(exist_ok=True)
     (problems / "file-problem.yaml").write_text(mutate(problem_yaml, "id: tiny-problem", "id: file-problem"))
@@ -34,26 +34,26 @@ def make_service(tmp_path: Path, problem_yaml: str, mutate, **overrides: object)
         "max_attempts": 1,
     }
     values.update(overrides)
-    service = Service(Settings(**values))  # type: ignore[arg-type]
+    service = build(Settings(**values))  # type: ignore[arg-type]
     service.db.create_all()
-    service.poll_problems()
+    service.watcher.poll()
     return service
 
 
 @pytest.fixture
-def service(tmp_path: Path, problem_yaml, mutate) -> Service:
+def service(tmp_path: Path, problem_yaml, mutate) -> Components:
     return make_service(tmp_path, problem_yaml, mutate)
 
 
 @pytest.fixture
-def client(service: Service) -> Iterator[TestClient]:
-    with TestClient(create_app(service.settings, service=service)) as test_client:
+def client(service: Components) -> Iterator[TestClient]:
+    with TestClient(create_app(service.settings, components=service)) as test_client:
         yield test_client
 
 
 def test_uploads_are_off_without_a_configured_token(tmp_path: Path, problem_yaml, mutate) -> None:
     service = make_service(tmp_path, problem_yaml, mutate, admin_token="")
-    with TestClient(create_app(service.settings, service=service)) as client:
+    with TestClient(create_app(service.settings, components=service)) as client:
         for method, path in [
             ("POST", "/api/problems"),
             ("PUT", "/api/problems/x"),
@@ -187,11 +187,13 @@ def test_regrade_of_a_problem_without_submissions(client: TestClient) -> None:
     assert response.json()["requeued"] == 0 and response.json()["problem_id"] == "file-problem"
 
 
-def test_no_sandbox_to_check_in_is_503(client: TestClient, problem_yaml) -> None:
-    response = client.post("/api/problems", content=problem_yaml, headers=AUTH)
-    assert response.status_code == 503
-    assert response.headers["retry-after"]
-    assert client.get("/api/problems/tiny-problem").status_code == 404
+def test_no_sandbox_to_check_in_is_503(tmp_path: Path, problem_yaml, mutate) -> None:
+    service = make_service(tmp_path, problem_yaml, mutate, sandbox_image="torchjudge-no-such-image")
+    with TestClient(create_app(service.settings, components=service)) as client:
+        response = client.post("/api/problems", content=problem_yaml, headers=AUTH)
+        assert response.status_code == 503, response.text
+        assert response.headers["retry-after"]
+        assert client.get("/api/problems/tiny-problem").status_code == 404
 
 
 def test_the_admin_routes_are_documented(client: TestClient) -> None:
@@ -203,32 +205,32 @@ def test_the_admin_routes_are_documented(client: TestClient) -> None:
 
 
 # -- the poll that reloads problems ------------------------------------------------------------------------
-def test_a_poll_picks_up_added_edited_and_removed_files(service: Service, problem_yaml, mutate) -> None:
+def test_a_poll_picks_up_added_edited_and_removed_files(service: Components, problem_yaml, mutate) -> None:
     problems = service.settings.problems_dir
-    assert service.poll_problems() is False, "nothing changed since the last poll"
+    assert service.watcher.poll() is False, "nothing changed since the last poll"
     (problems / "new.yaml").write_text(mutate(problem_yaml, "id: tiny-problem", "id: new-problem"))
-    assert service.poll_problems() is True
+    assert service.watcher.poll() is True
     version = service.registry.get("new-problem").version  # type: ignore[union-attr]
     (problems / "new.yaml").write_text(mutate(problem_yaml, "id: tiny-problem", "id: new-problem") + "# edited\n")
-    service.poll_problems()
+    service.watcher.poll()
     assert service.registry.get("new-problem").version == version, "a comment is not content"  # type: ignore[union-attr]
     edited = mutate(mutate(problem_yaml, "id: tiny-problem", "id: new-problem"), "Tiny Problem", "Renamed")
     (problems / "new.yaml").write_text(edited)
-    service.poll_problems()
+    service.watcher.poll()
     assert service.registry.get("new-problem").problem.title == "Renamed"  # type: ignore[union-attr]
     (problems / "new.yaml").unlink()
-    service.poll_problems()
+    service.watcher.poll()
     assert service.registry.get("new-problem") is None
     assert service.registry.get("file-problem") is not None
 
 
-def test_a_poll_picks_up_uploads_stored_by_another_process(service: Service, problem_yaml, mutate) -> None:
+def test_a_poll_picks_up_uploads_stored_by_another_process(service: Components, problem_yaml, mutate) -> None:
     text = mutate(problem_yaml, "id: tiny-problem", "id: from-elsewhere")
     with service.db.session() as session:
         crud.save_uploaded_problem(session, problem_id="from-elsewhere", version="v", text=text)
-    assert service.poll_problems() is True
+    assert service.watcher.poll() is True
     assert service.registry.get("from-elsewhere").uploaded  # type: ignore[union-attr]
     with service.db.session() as session:
         crud.delete_uploaded_problem(session, problem_id="from-elsewhere")
-    service.poll_problems()
+    service.watcher.poll()
     assert service.registry.get("from-elsewhere") is None

@@ -18,7 +18,9 @@ def test_schema_prints_the_json_schema_of_a_problem_file(capsys) -> None:
     assert schema == Problem.model_json_schema()
     assert set(schema["properties"]) == set(Problem.model_fields)
     assert set(schema["required"]) >= {"id", "title", "difficulty", "statement", "reference", "tests"}
-    assert {"TestCase", "Pitfall", "Tolerance", "Limits"} <= set(schema["$defs"])
+    assert {"TestCase", "Pitfall", "Limits"} <= set(schema["$defs"])
+    options = schema["$defs"]["TestCase"]["properties"]["check"]["additionalProperties"]["anyOf"]
+    assert any("rtol" in option.get("properties", {}) for option in options), "the tolerance options are documented"
     assert schema["$defs"]["TestCase"]["properties"]["code"]["description"]
     assert schema["additionalProperties"] is False
 

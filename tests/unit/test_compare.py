@@ -206,7 +206,7 @@ def test_int_tensors_are_exact_whatever_the_tolerance() -> None:
 
 def test_bool_tensors_are_exact() -> None:
     assert compare(tensor([True, False], "bool"), tensor([True, False], "bool")).passed
-    result = compare(tensor([True, False], "bool"), tensor([True, True], "bool"), Tolerance(1.0, 1.0))
+    result = compare(tensor([True, False], "bool"), tensor([True, True], "bool"), Tolerance(rtol=1.0, atol=1.0))
     assert not result.passed
     assert result.details["first_mismatches"] == [{"index": [1], "expected": False, "got": True}]
     strict_json(result.details)

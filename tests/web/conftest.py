@@ -41,7 +41,7 @@ def live_server(service: Any) -> Iterator[str]:
     """The app around the session's real service (Docker sandboxes, SQLite in a tmp dir), served by uvicorn."""
     from grader.api.app import create_app
 
-    app = create_app(service.settings, service=service)
+    app = create_app(service.settings, components=service)
     port = _free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from grader.api import schemas
+from grader.submissions import public as schemas
 from grader.grading import verdict
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
 from grader.web.markup import highlight_python, render_markdown
@@ -262,7 +262,7 @@ def _public(status: verdict.Status, tests: list[schemas.TestPublic], version: st
 
 
 def test_rows_of_a_running_submission_wait_in_file_order() -> None:
-    problem = Registry(EffectiveLimits(2, 1024, 256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
+    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
     landed = [schemas.TestPublic(name="hidden test 1", visible=False, status=verdict.TestStatus.PASSED)]
     rows = report_rows(_public(verdict.Status.RUNNING, landed, problem.version), problem)
     assert [(row.position, row.name, row.status) for row in rows] == [
@@ -273,7 +273,7 @@ def test_rows_of_a_running_submission_wait_in_file_order() -> None:
 
 
 def test_rows_of_a_final_verdict_are_its_tests() -> None:
-    problem = Registry(EffectiveLimits(2, 1024, 256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
+    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
     tests = [schemas.TestPublic(name="first", visible=True, status=verdict.TestStatus.SKIPPED)]
     rows = report_rows(_public(verdict.Status.INTERNAL_ERROR, tests, problem.version), problem)
     assert [(row.name, row.status) for row in rows] == [("first", "skipped")]

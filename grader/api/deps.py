@@ -1,0 +1,71 @@
+"""What routes need, as FastAPI dependencies: the service's parts, the caller's identity, the caps."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Query, Request
+
+from grader.api.slots import Slots
+from grader.components import Components
+from grader.problems.registry import Registry
+from grader.submissions.intake import Intake
+from grader.submissions.submitters import Refused, Submitter
+
+MAX_WAIT_S = 60
+
+
+def get_components(request: Request) -> Components:
+    return request.app.state.components  # type: ignore[no-any-return]
+
+
+ComponentsDep = Annotated[Components, Depends(get_components)]
+
+
+def get_registry(components: ComponentsDep) -> Registry:
+    return components.registry
+
+
+def get_intake(components: ComponentsDep) -> Intake:
+    return components.intake
+
+
+RegistryDep = Annotated[Registry, Depends(get_registry)]
+IntakeDep = Annotated[Intake, Depends(get_intake)]
+
+
+def http_error(refused: Refused) -> HTTPException:
+    return HTTPException(refused.status, refused.detail, headers=refused.headers or None)
+
+
+def identify(components: Components, request: Request) -> Submitter:
+    """The submitter of a request; 401 when API keys are required and none valid is presented."""
+    try:
+        return components.submitters.identify(request.headers)
+    except Refused as refused:
+        components.metrics.refused.labels(refused.reason or "unauthorized").inc()
+        raise http_error(refused) from None
+
+
+async def waiting(
+    request: Request,
+    components: ComponentsDep,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the verdict")] = 0,
+) -> AsyncIterator[float]:
+    """?wait= of POST /api/submissions. Waiting holds one of GRADER_MAX_WAITERS slots until the response has
+    gone out (or failed); beyond them, 429 before anything is stored."""
+    if wait <= 0:
+        yield 0.0
+        return
+    waiters: Slots = request.app.state.waiters
+    if not waiters.try_acquire():
+        components.metrics.refused.labels("too_many_waiters").inc()
+        raise waiters.refused()
+    try:
+        yield wait
+    finally:
+        waiters.release()
+
+
+WaitDep = Annotated[float, Depends(waiting)]

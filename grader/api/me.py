@@ -1,0 +1,75 @@
+"""GET /api/me/submissions: the caller's own submissions, newest first (its API key identifies it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel
+
+from grader.api.deps import ComponentsDep, identify
+from grader.grading.verdict import Status
+from grader.storage import crud
+
+me_router = APIRouter(tags=["submissions"])
+
+
+class SubmissionSummary(BaseModel):
+    id: str
+    problem_id: str
+    problem_version: str
+    status: Status
+    score: float
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class SubmissionList(BaseModel):
+    submissions: list[SubmissionSummary]
+    next: str | None = None  # pass as ?before= for the next (older) page
+
+
+@me_router.get(
+    "/api/me/submissions",
+    response_model=SubmissionList,
+    responses={
+        401: {"description": "no valid API key"},
+        404: {"description": "this server has no API keys, so no submission has an owner"},
+    },
+)
+def my_submissions(
+    request: Request,
+    components: ComponentsDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    before: Annotated[str | None, Query(max_length=64, description="a submission id: list older ones")] = None,
+    problem_id: Annotated[str | None, Query(max_length=64)] = None,
+) -> SubmissionList:
+    """The caller's own submissions, newest first (the API key identifies the caller)."""
+    if not components.submitters.enabled:
+        raise HTTPException(404, "this server has no API keys (GRADER_API_KEYS): submissions have no owner")
+    submitter = identify(components, request)
+    assert submitter.key_hash is not None
+    with components.db.session() as session:
+        cursor = None
+        if before is not None:
+            anchor = crud.get_submission(session, submission_id=before)
+            if anchor is None or anchor.api_key_hash != submitter.key_hash:
+                raise HTTPException(422, f"before: no submission {before!r} of yours")
+            cursor = anchor.created_at
+        rows = crud.list_by_key(
+            session, api_key_hash=submitter.key_hash, limit=limit + 1, before=cursor, problem_id=problem_id
+        )
+        page = [
+            SubmissionSummary(
+                id=row.id,
+                problem_id=row.problem_id,
+                problem_version=row.problem_version,
+                status=Status(row.status),
+                score=row.score,
+                created_at=row.created_at,
+                finished_at=row.finished_at,
+            )
+            for row in rows[:limit]
+        ]
+    return SubmissionList(submissions=page, next=page[-1].id if len(rows) > limit else None)

@@ -1,0 +1,110 @@
+"""POST /api/submissions and GET /api/submissions/{id}: HTTP in, the intake's work, HTTP out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify
+from grader.api.limits import submission_body_cap
+from grader.api.schemas import SubmissionCreate, validation_message
+from grader.grading.verdict import FINAL, Status
+from grader.submissions.intake import check_source
+from grader.submissions.public import SubmissionAccepted, SubmissionPublic
+from grader.submissions.submitters import Refused, idempotency_key
+
+submissions_router = APIRouter(tags=["submissions"])
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": SubmissionPublic, "description": "the final verdict, within ?wait= seconds"},
+    202: {"model": SubmissionAccepted, "description": "queued; poll the Location"},
+    404: {"description": "unknown problem"},
+    413: {"description": "source over the size limit"},
+    401: {"description": "an API key is required (GRADER_API_KEYS) and none valid was sent"},
+    422: {
+        "description": "malformed request, empty or non-UTF-8 source, or an Idempotency-Key already"
+        " used with a different body"
+    },
+    429: {
+        "description": "queue full, this API key's rate limit, or too many requests waiting for a verdict"
+        " (GRADER_MAX_WAITERS); retry after Retry-After seconds"
+    },
+}
+BODY = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": SubmissionCreate.model_json_schema()}}}
+}
+
+
+async def read_payload(request: Request, body_cap: int) -> SubmissionCreate:
+    """The body, parsed here rather than by FastAPI so that every malformed one, non-UTF-8 bytes
+    included, gets the same clear 422."""
+    raw = await request.body()
+    if len(raw) > body_cap:
+        raise HTTPException(413, f"request body over {body_cap} bytes")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HTTPException(422, "the request body is not valid UTF-8") from None
+    try:
+        return SubmissionCreate.model_validate_json(raw)
+    except ValidationError as exc:
+        raise HTTPException(422, validation_message(exc)) from None
+
+
+@submissions_router.post("/api/submissions", status_code=202, openapi_extra=BODY, responses=RESPONSES)
+async def create_submission(
+    request: Request,
+    components: ComponentsDep,
+    intake: IntakeDep,
+    wait: WaitDep,
+    idempotency: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description="a retry with the same key (per API key) returns the submission the first try made",
+        ),
+    ] = None,
+) -> Response:
+    """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
+    API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
+    submitter = identify(components, request)
+    try:
+        stored_key = idempotency_key(idempotency, submitter)
+        payload = await read_payload(request, submission_body_cap(components.settings))
+        check_source(payload.source, components.settings.max_source_bytes)
+        problem = intake.problem(payload.problem_id)
+        # No await from the rate check to the insert: within this process, requests cannot interleave there.
+        stored = intake.store(problem, payload.source, submitter, stored_key)
+        watch = components.notifier.watch(stored.submission_id) if wait > 0 else None
+        try:
+            await run_in_threadpool(intake.dispatch, stored)
+            # A client that left needs no verdict: waiting stops, so that its slot comes back now.
+            public = (
+                await intake.wait(stored.submission_id, wait, watch, gone=request.is_disconnected)
+                if watch is not None
+                else None
+            )
+        finally:
+            if watch is not None:
+                components.notifier.unwatch(stored.submission_id, watch)
+    except Refused as refused:
+        raise http_error(refused) from None
+    headers = {"Idempotent-Replayed": "true"} if stored.replayed else {}
+    if public is not None and public.status in FINAL:
+        return JSONResponse(public.model_dump(mode="json"), status_code=200, headers=headers)
+    current = intake.read(stored.submission_id)
+    accepted = SubmissionAccepted(id=stored.submission_id, status=current.status if current else Status.QUEUED)
+    headers["Location"] = f"/api/submissions/{stored.submission_id}"
+    return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)
+
+
+@submissions_router.get("/api/submissions/{submission_id}", response_model=SubmissionPublic)
+def get_submission(submission_id: str, intake: IntakeDep) -> SubmissionPublic:
+    public = intake.read(submission_id)
+    if public is None:
+        raise HTTPException(404, f"no submission {submission_id!r}")
+    return public

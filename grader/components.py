@@ -1,0 +1,221 @@
+"""The service's parts, each owning one thing, wired together in this one place.
+
+    db          the database (storage/)
+    registry    the problems served (problems/registry.py), kept current by the watcher
+    pool        warm sandbox containers (sandboxes/pool.py); empty in a Celery-mode API
+    expected    expected outputs per problem version (grading/expected.py), from fresh containers
+    grader      source -> verdict (grading/grader.py)
+    dispatcher  how a stored submission reaches a grader: local queue or Celery (queue/)
+    leases      running submissions' leases, renewed and reaped (queue/leases.py)
+    processor   a stored submission graded and its verdict stored (submissions/processing.py)
+    intake      a submission taken in: limits, idempotency, storing, queueing, waiting
+    uploads     problems added through the admin API, checked first (problems/uploads.py)
+
+role="server" is the HTTP service: with GRADER_QUEUE=local it grades too; with celery it stores and
+enqueues only. role="worker" is `grader worker` (grader/worker.py): it grades what Celery delivers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sqlalchemy import text
+
+from grader.config import Settings
+from grader.grading.expected import ExpectedCache
+from grader.grading.grader import Grader
+from grader.metrics import Metrics
+from grader.problems.check import ProblemChecker
+from grader.problems.registry import EffectiveLimits, Registry
+from grader.problems.uploads import Uploads
+from grader.problems.watcher import ProblemWatcher
+from grader.queue import Dispatcher
+from grader.queue.leases import Leases
+from grader.queue.local import LocalQueue
+from grader.sandboxes.fresh import FreshSandboxes
+from grader.sandboxes.pool import SandboxPool
+from grader.storage import crud
+from grader.storage.db import Database
+from grader.storage.migrate import upgrade_to_head
+from grader.submissions.intake import Intake
+from grader.submissions.notifier import Notifier
+from grader.submissions.processing import Processor
+from grader.submissions.regrade import regrade
+from grader.submissions.submitters import SubmitterAuth
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Components:
+    settings: Settings
+    role: Literal["server", "worker"]
+    db: Database
+    registry: Registry
+    pool: SandboxPool
+    fresh: FreshSandboxes
+    expected: ExpectedCache
+    grader: Grader
+    notifier: Notifier
+    metrics: Metrics
+    leases: Leases
+    watcher: ProblemWatcher
+    processor: Processor
+    dispatcher: Dispatcher
+    intake: Intake
+    uploads: Uploads
+    submitters: SubmitterAuth
+    _stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def grades_here(self) -> bool:
+        return self.settings.queue == "local" or self.role == "worker"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        upgrade_to_head(self.db.engine)
+        self.watcher.load()
+        self.watcher.start()
+        self.pool.start()
+        if self.grades_here:
+            threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
+            self.leases.start()
+        self.dispatcher.start()
+        if self.settings.queue == "local":
+            # This process was the only grader: whatever it left queued or running is graded again.
+            with self.db.session() as session:
+                pending = crud.unfinished_submission_ids(session)
+            if pending:
+                log.info("resuming %d submissions left queued or running", len(pending))
+                threading.Thread(target=self._resume, args=(pending,), daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.watcher.stop()
+        self.leases.stop()
+        self.dispatcher.stop()
+        self.pool.close()
+        self.fresh.close()
+        self.db.engine.dispose()
+
+    def _prepare_expected(self) -> None:
+        """Computes each problem's expected outputs before its first submission asks for them."""
+        if self.pool.image_id is None:
+            return
+        for problem in self.registry.all():
+            if self._stopping.is_set():
+                return
+            try:
+                self.expected.get(problem, self.pool.image_id)
+            except Exception as exc:  # reported again, as internal_error, to whoever submits
+                log.warning("expected outputs of %s unavailable: %s", problem.id, exc)
+
+    def _resume(self, pending: list[str]) -> None:
+        for submission_id in pending:
+            self.dispatcher.submit_blocking(submission_id)
+
+    # -- state -----------------------------------------------------------------------------------
+    def ready(self) -> tuple[bool, str | None]:
+        """Whether this process can do its part now, and if not, why."""
+        if self.grades_here:
+            if self.pool.ready:
+                return True, None
+            state = self.pool.status()
+            if state["overdue"]:
+                return False, f"{state['overdue']} sandbox(es) not returned in time; being replaced"
+            short = state["size"] - state["idle"] - state["busy"]
+            return False, self.pool.last_error or f"the sandbox pool is {short} short of {state['size']}; warming up"
+        try:
+            with self.db.session() as session:
+                session.execute(text("SELECT 1"))
+        except Exception as exc:
+            return False, f"the database does not answer: {type(exc).__name__}"
+        broker_error = getattr(self.dispatcher, "broker_error", lambda: None)()
+        return broker_error is None, broker_error
+
+    def regrade(self, problem_id: str) -> int:
+        return regrade(self.settings, self.db, self.registry, self.dispatcher.submit_blocking, problem_id)
+
+
+def max_grading_s(settings: Settings, registry: Registry) -> float:
+    """The longest one grading can take: waiting for a sandbox, then two containers' worth of the longest
+    job any problem has, with slack. Past it, the grading's lease is no longer renewed."""
+    longest_job = max((len(p.tests) * (p.limits.time_s + 1.0) for p in registry.all()), default=60.0)
+    return settings.sandbox_acquire_timeout_s + 2 * (settings.load_time_s + longest_job + 15.0) + 60.0
+
+
+def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -> Components:
+    """Every part, wired; nothing started (start() does that)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    grades_here = settings.queue == "local" or role == "worker"
+    db = Database(settings.sqlalchemy_url)
+    registry = Registry(
+        EffectiveLimits(
+            time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
+        )
+    )
+    # A Celery-mode API keeps no warm containers; it checks uploads in sandboxes of the check's own.
+    pool = SandboxPool(settings, size=None if grades_here else 0)
+    fresh = FreshSandboxes(settings)
+
+    def load_expected(key: str) -> bytes | None:
+        with db.session() as session:
+            return crud.load_expected(session, key=key)
+
+    def save_expected(key: str, data: bytes) -> None:
+        with db.session() as session:
+            crud.save_expected(session, key=key, data=data)
+
+    expected = ExpectedCache(settings, fresh, load_expected, save_expected)
+    grader = Grader(settings, pool, expected)
+    notifier = Notifier()
+    # The dispatcher needs the processor, which needs the leases and the metrics, which need the
+    # dispatcher: these closures read `dispatcher` when called, after it is assigned below.
+    dispatcher: Dispatcher
+    metrics = Metrics(db, lambda: dispatcher.depth, pool.status)
+    watcher = ProblemWatcher(settings, db, registry)
+    leases = Leases(
+        settings,
+        db,
+        metrics,
+        resubmit=lambda submission_id: dispatcher.submit_blocking(submission_id),
+        max_grading_s=lambda: max_grading_s(settings, registry),
+    )
+    processor = Processor(settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now)
+    dispatcher = _dispatcher(settings, role, db, notifier, processor)
+    return Components(
+        settings=settings,
+        role=role,
+        db=db,
+        registry=registry,
+        pool=pool,
+        fresh=fresh,
+        expected=expected,
+        grader=grader,
+        notifier=notifier,
+        metrics=metrics,
+        leases=leases,
+        watcher=watcher,
+        processor=processor,
+        dispatcher=dispatcher,
+        intake=Intake(settings, db, registry, dispatcher, notifier, metrics),
+        uploads=Uploads(db, registry, watcher, lambda: ProblemChecker(settings)),
+        submitters=SubmitterAuth(settings),
+    )
+
+
+def _dispatcher(
+    settings: Settings, role: Literal["server", "worker"], db: Database, notifier: Notifier, processor: Processor
+) -> Dispatcher:
+    if settings.queue == "local":
+        return LocalQueue(processor.process, workers=settings.pool_size, max_size=settings.max_queue)
+    from grader.queue.celery_app import CeleryDispatcher
+
+    if role == "worker":  # workers publish progress; the API relays it to its own waiters
+        dispatcher = CeleryDispatcher(settings, db, handler=processor.process)
+        notifier.relay = dispatcher.publish
+        return dispatcher
+    return CeleryDispatcher(settings, db, on_progress=notifier.wake)

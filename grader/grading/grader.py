@@ -1,0 +1,72 @@
+"""The Grader: one submission, from source to verdict, through a warm sandbox.
+
+Total: whatever the sandbox sends and whatever fails on this side while it is handled, the result is
+a verdict (bounded: bounds.py) and the container goes back to the pool or is replaced (runs.py).
+Blame goes where it belongs: a submission whose sandbox is lost twice, at any tests, crashed it
+itself (runtime_error); internal_error is for the judge's own failures (no container can be had, the
+engine does not answer, the problem's reference fails).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from grader.config import Settings
+from grader.grading.bounds import bound_verdict
+from grader.grading.expected import ExpectedCache, ProblemBroken
+from grader.grading.judge import judge_module, judge_test
+from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.runs import NoSandbox, TestRun, run_module
+from grader.grading.verdict import Status, TestResult, Verdict
+from grader.sandboxes.container import SandboxLost
+
+log = logging.getLogger(__name__)
+
+
+class Grader:
+    def __init__(self, settings: Settings, sandboxes: Sandboxes, expected: ExpectedCache) -> None:
+        self.settings = settings
+        self.sandboxes = sandboxes
+        self.expected = expected
+
+    def grade_submission(
+        self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None = None
+    ) -> Verdict:
+        """Grades one submission; on_test hears each test's result as it lands. Never raises."""
+        try:
+            verdict = self._grade(problem, source, on_test)
+        except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
+            log.exception("grading crashed")
+            verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
+        return bound_verdict(verdict)
+
+    def _grade(self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None) -> Verdict:
+        try:
+            expected = self.expected.get(problem, self.sandboxes.image_id or "unknown")
+        except ProblemBroken as exc:
+            return Verdict(status=Status.INTERNAL_ERROR, message=str(exc))
+        except (SandboxLost, NoSandbox) as exc:
+            return Verdict(
+                status=Status.INTERNAL_ERROR, message=f"the judge could not run the problem's reference: {exc}"
+            )
+        results: dict[int, TestResult] = {}
+        current = [0]  # the attempt whose results these are: a second container starts the tests again
+
+        def landed(attempt: int, index: int, run: TestRun) -> None:
+            if attempt != current[0]:
+                current[0] = attempt
+                results.clear()
+            result = judge_test(problem, expected, index, run)
+            results[index] = result
+            if on_test is not None:
+                try:
+                    on_test(result)
+                except Exception:  # progress is a courtesy to readers: its failure must not stop grading
+                    log.exception("publishing a test's progress failed")
+
+        try:
+            run = run_module(self.sandboxes, problem, source, self.settings, landed)
+        except NoSandbox as exc:
+            return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
+        return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok)

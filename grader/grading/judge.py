@@ -1,0 +1,160 @@
+"""From what a module did to a verdict, as data: no sandbox here, only the module's run, the expected
+outputs and the problem's checkers. The Grader judges submissions with it; the problem check judges
+the starter code and the pitfalls with it; nothing about judging is written anywhere else."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grader.grading import checkers
+from grader.grading.compare import Comparison
+from grader.grading.hints import pitfall_hint
+from grader.grading.model import ProblemSpec
+from grader.grading.runs import MISSING, ModuleRun, TestRun
+from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, Status, TestResult, TestStatus, Verdict, overall
+from grader.sandboxes.container import LOADING
+from grader.sandboxes.protocol import LoadHeader, Outcome
+
+log = logging.getLogger(__name__)
+
+CRASHED = "the submission crashed the sandbox"
+
+
+@dataclass
+class Expected:
+    """The reference's values per test, and each pitfall's (MISSING where a module returned nothing)."""
+
+    reference: list[Any]
+    pitfalls: list[list[Any]]
+
+
+def compare(problem: ProblemSpec, index: int, expected: Any, got: Any) -> Comparison:
+    """Test `index`'s own rule (its checker, with the options its file gives), applied to two values."""
+    test = problem.tests[index]
+    return checkers.get(test.checker).compare(expected, got, test.check)
+
+
+def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
+    """One test's result; never raises, whatever the run holds."""
+    test = problem.tests[index]
+    result = TestResult(
+        index=index,
+        name=test.name,
+        visible=test.visible,
+        weight=test.weight,
+        status=TestStatus.PASSED,
+        time_ms=round(run.header.time_ms, 3),
+        output=run.header.output,
+    )
+    header = run.header
+    if header.status != Outcome.OK:
+        result.status = RUNNER_TO_TEST[header.status]
+        kind = f"{header.error_type}: " if header.error_type and header.status == Outcome.ERROR else ""
+        result.message = f"{kind}{header.message or ''}".strip() or None
+        result.traceback = header.traceback
+        result.line = header.line
+        return result
+    if run.malformed is not None:
+        result.status = TestStatus.ERROR
+        result.message = f"the sandbox returned a malformed result: {run.malformed}"
+        return result
+    try:
+        comparison = compare(problem, index, expected.reference[index], run.value)
+    except Exception as exc:  # a value the rule cannot take is not one the test asked for
+        log.exception("comparing test %d failed", index + 1)
+        comparison = Comparison(False, {"reason": f"the result could not be compared ({type(exc).__name__})"})
+    if not comparison.passed:
+        result.status = TestStatus.FAILED
+        result.message = comparison.details.get("reason")
+        result.details = comparison.details
+    return result
+
+
+def judge_module(
+    problem: ProblemSpec,
+    expected: Expected,
+    run: ModuleRun,
+    results: dict[int, TestResult] | None = None,
+    engine_ok: Callable[[], bool] = lambda: True,
+) -> Verdict:
+    """The verdict on a module's run. `results`: tests already judged as they landed (the rest are judged
+    here). `engine_ok` is asked when the module lost both its containers: only then is it the judge's
+    fault."""
+    if run.crashed:
+        return _crashed(problem, run, results or {}, engine_ok)
+    assert run.load is not None
+    if run.load.status != Outcome.OK:
+        return _load_failure(problem, run.load)
+    judged = dict(results or {})
+    for index, test_run in run.tests.items():
+        if index not in judged:
+            judged[index] = judge_test(problem, expected, index, test_run)
+    tests = [judged[i] for i in sorted(judged)]
+    status, score = overall(tests)
+    verdict = Verdict(status=status, score=score, tests=tests)
+    first = next((t for t in tests if t.status != TestStatus.PASSED), None)
+    if first is not None:
+        verdict.message = f"{first.name if first.visible else 'a hidden test'}: {first.status.value}"
+    if status == Status.WRONG_ANSWER:
+        verdict.hint = _hint(problem, expected, run, tests)
+        if verdict.hint:
+            for test in tests:
+                if test.status == TestStatus.FAILED:
+                    test.hint = verdict.hint
+    return verdict
+
+
+def _hint(problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
+    try:
+        return pitfall_hint(problem, expected.pitfalls, run, tests, lambda i, a, b: compare(problem, i, a, b))
+    except Exception:  # a hint is a courtesy: its failure must not cost the verdict
+        log.exception("matching pitfalls failed")
+        return None
+
+
+def skipped_tests(problem: ProblemSpec, results: dict[int, TestResult]) -> list[TestResult]:
+    """Every test: its result where there is one, skipped otherwise."""
+    return [
+        results.get(i)
+        or TestResult(index=i, name=t.name, visible=t.visible, weight=t.weight, status=TestStatus.SKIPPED)
+        for i, t in enumerate(problem.tests)
+    ]
+
+
+def _load_failure(problem: ProblemSpec, header: LoadHeader) -> Verdict:
+    status = LOAD_TO_STATUS.get(header.status, Status.RUNTIME_ERROR)
+    kind = f"{header.error_type}: " if header.error_type else ""
+    message = f"{kind}{header.message or ''}".strip() or status.value.replace("_", " ")
+    if status == Status.RUNTIME_ERROR and header.line:
+        message = f"line {header.line}: {message}"
+    return Verdict(
+        status=status,
+        score=0.0,
+        message=message,
+        line=header.line,
+        tests=skipped_tests(problem, {}),
+        traceback=header.traceback if status == Status.RUNTIME_ERROR else None,
+    )
+
+
+def _crashed(
+    problem: ProblemSpec, run: ModuleRun, results: dict[int, TestResult], engine_ok: Callable[[], bool]
+) -> Verdict:
+    """Both containers were lost. The judge's fault only if its engine is down; otherwise the module took
+    them (at whatever tests: it can choose a different one each time)."""
+    if not engine_ok():
+        detail = run.lost[-1] if run.lost else "no sandbox"
+        return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {detail}")
+    index = run.crashed_at
+    tests = skipped_tests(problem, results)
+    if index is not None and 0 <= index < len(tests):
+        tests[index] = tests[index].model_copy(update={"status": TestStatus.ERROR, "message": CRASHED})
+    _status, score = overall(tests)
+    where = "while it was loaded" if index is None or index == LOADING else "during a test"
+    return Verdict(status=Status.RUNTIME_ERROR, score=score, message=f"{CRASHED} {where}", tests=tests)
+
+
+__all__ = ["CRASHED", "MISSING", "Expected", "compare", "judge_module", "judge_test", "skipped_tests"]

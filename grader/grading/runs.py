@@ -1,0 +1,182 @@
+"""One module (a submission, a reference, a pitfall, a starter) run in a sandbox: the only code that
+drives containers for grading, used by the Grader, the expected outputs and the problem check alike.
+
+At most two containers are spent on one module. A container lost while the module runs is replaced
+once; a second loss, at whatever test, ends the run as crashed (the module took its sandboxes down).
+Containers always go back to where they came from, or are replaced there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.config import Settings
+from grader.grading.model import ProblemSpec, Sandboxes
+from grader.sandboxes.container import LOADING, SandboxContainer, SandboxLost
+from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, LoadHeader, Outcome, TestHeader
+from grader.sandboxes.values import MalformedValue, decode_value
+
+log = logging.getLogger(__name__)
+
+CONTAINERS_PER_MODULE = 2
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # no value: the test did not return
+
+
+class NoSandbox(Exception):
+    """No container could be had: the judge's problem, never the module's."""
+
+
+@dataclass
+class TestRun:
+    """One test's frame, its value decoded (MISSING when the test did not return one)."""
+
+    header: TestHeader
+    body: bytes = b""
+    value: Any = MISSING
+    malformed: str | None = None  # why a value that came could not be decoded
+
+    @property
+    def returned(self) -> bool:
+        return self.header.status == Outcome.OK and self.malformed is None
+
+
+@dataclass
+class ModuleRun:
+    """What a module did: how it loaded, then each test; or, when it took two containers down, where."""
+
+    load: LoadHeader | None
+    tests: dict[int, TestRun] = field(default_factory=dict)
+    lost: list[SandboxLost] = field(default_factory=list)
+
+    @property
+    def crashed(self) -> bool:
+        return self.load is None
+
+    @property
+    def crashed_at(self) -> int | None:
+        """The test during which the last container was lost (LOADING while loading), if it crashed."""
+        if not self.crashed or not self.lost:
+            return None
+        index = self.lost[-1].during_test
+        return LOADING if index is None else index
+
+    @property
+    def loaded(self) -> bool:
+        """The module loaded (then ran its tests, or crashed during one)."""
+        if self.load is not None:
+            return self.load.status == Outcome.OK
+        return self.crashed_at is not None and self.crashed_at != LOADING
+
+    def value(self, index: int) -> Any:
+        run = self.tests.get(index)
+        return run.value if run is not None else MISSING
+
+
+class Sticky:
+    """Sandboxes that hand out one container again and again (for runs one after another, such as a
+    problem's reference and pitfalls), until it comes back unclean or lost; then the source's next one.
+    close() gives the last one back. For one user at a time."""
+
+    def __init__(self, source: Sandboxes) -> None:
+        self.source = source
+        self.container: SandboxContainer | None = None
+
+    @property
+    def image_id(self) -> str | None:
+        return self.source.image_id
+
+    def acquire(self, timeout: float | None = None, due_in_s: float = 3600.0) -> SandboxContainer:
+        if self.container is None:
+            self.container = self.source.acquire(timeout, due_in_s)
+        return self.container
+
+    def release(self, container: SandboxContainer, reusable: bool) -> None:
+        if not reusable:
+            self.container = None
+            self.source.release(container, reusable=False)
+
+    def engine_ok(self) -> bool:
+        return self.source.engine_ok()
+
+    def close(self) -> None:
+        if self.container is not None:
+            self.source.release(self.container, reusable=True)
+            self.container = None
+
+
+def build_job(problem: ProblemSpec, source: str, settings: Settings, seeds: list[int] | None = None) -> JobSpec:
+    return JobSpec(
+        source=source,
+        entry_points=list(problem.entry_points),
+        limits=JobLimits(
+            time_s=problem.limits.time_s, memory_mb=problem.limits.memory_mb, output_kb=problem.limits.output_kb
+        ),
+        tests=[
+            JobTest(code=test.code, seed=seeds[index] if seeds is not None else index)
+            for index, test in enumerate(problem.tests)
+        ],
+        max_result_bytes=settings.max_result_bytes,
+        load_time_s=settings.load_time_s,
+    )
+
+
+def job_bound_s(problem: ProblemSpec, settings: Settings) -> float:
+    """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
+    return settings.load_time_s + len(problem.tests) * (problem.limits.time_s + 1.0) + 15.0
+
+
+def decode_test(header: TestHeader, body: bytes) -> TestRun:
+    run = TestRun(header=header, body=body)
+    if header.status == Outcome.OK:
+        try:
+            run.value = decode_value(body)
+        except MalformedValue as exc:
+            run.malformed = str(exc)
+    return run
+
+
+OnTest = Callable[[int, int, TestRun], None]  # (attempt, test index, its run)
+
+
+def run_module(
+    sandboxes: Sandboxes, problem: ProblemSpec, source: str, settings: Settings, on_test: OnTest | None = None
+) -> ModuleRun:
+    """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
+    can be had. on_test hears each test as it lands, with the attempt it belongs to (a second
+    container starts the tests again)."""
+    job = build_job(problem, source, settings)
+    lost: list[SandboxLost] = []
+    tests: dict[int, TestRun] = {}
+    for attempt in range(CONTAINERS_PER_MODULE):
+        tests = {}
+
+        def landed(header: TestHeader, body: bytes, attempt: int = attempt, tests: dict = tests) -> None:
+            run = decode_test(header, body)
+            tests[header.index] = run
+            if on_test is not None:
+                try:
+                    on_test(attempt, header.index, run)
+                except Exception:  # a listener's failure must not cost the run
+                    log.exception("a listener of test %d failed", header.index + 1)
+
+        bound = job_bound_s(problem, settings)
+        try:
+            container = sandboxes.acquire(due_in_s=bound)
+        except SandboxLost as exc:
+            raise NoSandbox(str(exc)) from exc
+        reusable = False
+        try:
+            outcome = container.run_job(job, time.monotonic() + bound, landed)
+            reusable = outcome.clean
+        except SandboxLost as exc:
+            log.warning("sandbox lost (container %d of %d): %s", attempt + 1, CONTAINERS_PER_MODULE, exc)
+            lost.append(exc)
+            continue
+        finally:
+            sandboxes.release(container, reusable=reusable)
+        return ModuleRun(load=outcome.load, tests=tests, lost=lost)
+    return ModuleRun(load=None, tests=tests, lost=lost)

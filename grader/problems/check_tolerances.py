@@ -1,0 +1,105 @@
+"""The tolerance step of a problem check: plain data, no sandbox. An all-zeros answer and the
+reference's own answer with 1% relative noise must each fail some test that returns floats, under
+that test's own rule; otherwise the tolerances are too loose to tell right from wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from grader.grading.judge import compare
+from grader.grading.model import ProblemSpec
+from grader.problems.check_report import CheckStep, StepStatus
+from grader.problems.locate import Locator
+from grader.sandboxes.values import FLOAT_DTYPES, Tensor
+
+NOISE = 0.01
+
+
+def has_floats(value: Any) -> bool:
+    if isinstance(value, Tensor):
+        return value.dtype in FLOAT_DTYPES and value.array.size > 0
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(has_floats(item) for item in value)
+    if isinstance(value, dict):
+        return any(has_floats(item) for item in value.values())
+    return False
+
+
+def perturb_floats(value: Any, change: Callable[[np.ndarray], np.ndarray]) -> Any:
+    """A copy of a decoded value with every float tensor and float changed; everything else as it was."""
+    if isinstance(value, Tensor):
+        if value.dtype not in FLOAT_DTYPES:
+            return value
+        return Tensor(value.dtype, change(value.array).astype(value.array.dtype))
+    if isinstance(value, float):
+        return float(change(np.array([value], dtype=np.float64))[0])
+    if isinstance(value, list):
+        return [perturb_floats(item, change) for item in value]
+    if isinstance(value, tuple):
+        return tuple(perturb_floats(item, change) for item in value)
+    if isinstance(value, dict):
+        return {key: perturb_floats(item, change) for key, item in value.items()}
+    return value
+
+
+def zeros_like_floats(value: Any) -> Any:
+    return perturb_floats(value, np.zeros_like)
+
+
+def with_relative_noise(value: Any, seed: int, fraction: float = NOISE) -> Any:
+    """Every float multiplied by 1 +/- fraction (the sign drawn at random, seeded): each element is off by
+    exactly `fraction` relative, so a tolerance that lets this pass is looser than `fraction`."""
+    rng = np.random.default_rng(seed)
+
+    def noisy(array: np.ndarray) -> np.ndarray:
+        signs = rng.choice(np.array([-1.0, 1.0]), size=array.shape)
+        return array * (1.0 + fraction * signs)
+
+    return perturb_floats(value, noisy)
+
+
+def tolerance_step(problem: ProblemSpec, expected: list[Any], locate: Locator) -> CheckStep:
+    step = CheckStep(name="tolerances", status=StepStatus.OK, summary="")
+    float_tests = [index for index, value in enumerate(expected) if has_floats(value)]
+    if not float_tests:
+        step.status = StepStatus.SKIPPED
+        step.summary = "no test returns floats"
+        return step
+    zeros_fail = [i for i in float_tests if not compare(problem, i, expected[i], zeros_like_floats(expected[i])).passed]
+    noise_fail = [
+        i for i in float_tests if not compare(problem, i, expected[i], with_relative_noise(expected[i], i)).passed
+    ]
+    tests = problem.tests
+    if not zeros_fail:
+        step.errors.append(
+            locate.error(
+                ("tests",),
+                "an all-zeros answer passes every test that returns floats: the floats are all zero or the "
+                "tolerances are too loose",
+            )
+        )
+    if not noise_fail:
+        step.errors.append(
+            locate.error(
+                ("tests",),
+                f"the reference's answer with {NOISE:.0%} relative noise passes every test that returns floats: "
+                "the tolerances (check: rtol, atol) are too loose",
+            )
+        )
+    # Only where the floats are not all zero (zeros fail there): relative noise cannot move a zero.
+    lenient = [i for i in float_tests if i not in noise_fail and i in zeros_fail]
+    if lenient and noise_fail:
+        names = ", ".join(f"{i + 1} {tests[i].name!r}" for i in lenient[:5])
+        step.warnings.append(f"tests accepting {NOISE:.0%} noise: {names}" + (" ..." if len(lenient) > 5 else ""))
+    step.summary = (
+        f"all-zeros fails {len(zeros_fail)} of {len(float_tests)} float tests; "
+        f"{NOISE:.0%} noise fails {len(noise_fail)} of {len(float_tests)}"
+    )
+    if step.errors:
+        step.status = StepStatus.FAILED
+    return step

@@ -1,0 +1,111 @@
+"""Problems added, replaced and removed through the admin API: each upload is validated, checked in
+sandboxes (the same check as `grader problems check`), then stored in the database and served. A
+problem defined by a file in the problems directory cannot be replaced or removed this way: the file
+wins."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grader.problems import strict_yaml
+from grader.problems.check import CheckReport, ProblemChecker
+from grader.problems.registry import LoadedProblem, ProblemError, Registry, parse_problem, yaml_line
+from grader.problems.watcher import ProblemWatcher
+from grader.storage import crud
+from grader.storage.db import Database
+
+log = logging.getLogger(__name__)
+
+
+class UploadRefused(Exception):
+    """An upload that cannot be stored: its HTTP status (409, 422), the messages, the check's report."""
+
+    def __init__(self, status: int, errors: list[str], report: CheckReport | None = None) -> None:
+        super().__init__("\n".join(errors))
+        self.status = status
+        self.errors = errors
+        self.report = report
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    problem: LoadedProblem
+    created: bool
+    report: CheckReport
+
+
+class Uploads:
+    def __init__(
+        self,
+        db: Database,
+        registry: Registry,
+        watcher: ProblemWatcher,
+        make_checker: Callable[[], ProblemChecker],
+    ) -> None:
+        self.db = db
+        self.registry = registry
+        self.watcher = watcher
+        self.make_checker = make_checker
+        # One check at a time: each starts sandboxes of its own next to the grading pool, and holding the
+        # lock from check to store also settles two uploads racing for one id.
+        self.lock = threading.Lock()
+
+    def put(self, text: str, source: str, path_id: str | None) -> Uploaded:
+        """Validates, checks and stores one upload: POST when path_id is None, else PUT to that id.
+        Raises UploadRefused, or SandboxUnavailable when no sandbox can run the check."""
+        try:
+            problem = parse_problem(text, source)
+        except ProblemError as exc:
+            raise UploadRefused(422, exc.lines()) from None
+        if path_id is not None and problem.id != path_id:
+            line = yaml_line(strict_yaml.compose(text), ("id",))
+            raise UploadRefused(
+                422, [f"{source}:{line}: id: the file's id {problem.id!r} is not the {path_id!r} of the URL"]
+            )
+        loaded = self.registry.make(problem, uploaded=True)
+        self._refuse_conflicts(loaded.id, replace=path_id is not None)
+        current = self.registry.get(loaded.id)
+        if current is not None and current.version == loaded.version:
+            # The same content again: already checked and stored, nothing to do.
+            return Uploaded(loaded, False, CheckReport(source=source, problem_id=loaded.id, version=loaded.version))
+        with self.lock:
+            with self.make_checker() as checker:
+                report = checker.check_text(text, source)
+            if not report.ok:
+                raise UploadRefused(422, report.errors, report)
+            self._refuse_conflicts(loaded.id, replace=path_id is not None)
+            return Uploaded(loaded, self._save(loaded, text), report)
+
+    def _refuse_conflicts(self, problem_id: str, *, replace: bool) -> None:
+        file_problem = self.registry.file_problem(problem_id)
+        if file_problem is not None:
+            name = file_problem.path.name if file_problem.path else "?"
+            raise UploadRefused(
+                409,
+                [f"problem {problem_id!r} is defined by the file {name} in the problems directory; change the file"],
+            )
+        if not replace and self.registry.get(problem_id) is not None:
+            raise UploadRefused(
+                409, [f"problem {problem_id!r} already exists; PUT /api/problems/{problem_id} replaces it"]
+            )
+
+    def _save(self, loaded: LoadedProblem, text: str) -> bool:
+        with self.db.session() as session:
+            created = crud.save_uploaded_problem(session, problem_id=loaded.id, version=loaded.version, text=text)
+            self.watcher.uploads_seen = crud.uploaded_problem_versions(session)
+        self.registry.put_upload(loaded)
+        log.info("problem %s %s by upload (version %s)", loaded.id, "added" if created else "replaced", loaded.version)
+        return created
+
+    def delete(self, problem_id: str) -> bool:
+        """Removes a stored upload; False when there is none. A file with the same id stays served."""
+        with self.db.session() as session:
+            deleted = crud.delete_uploaded_problem(session, problem_id=problem_id)
+            self.watcher.uploads_seen = crud.uploaded_problem_versions(session)
+        if deleted:
+            self.registry.remove_upload(problem_id)
+            log.info("uploaded problem %s deleted", problem_id)
+        return deleted

@@ -1,0 +1,1 @@
+"""What a submission goes through: taken in (intake), graded and stored (processing), shown (public)."""

@@ -1,0 +1,167 @@
+"""Taking a submission in: its source checked, the submitter's limits, idempotent retries, storing it,
+queueing it (taking it back out if the queue is full), and waiting for its verdict. Plain functions of
+a class that tests call without HTTP; the route only translates (grader/api/submissions.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from grader.config import Settings
+from grader.grading.verdict import FINAL
+from grader.metrics import Metrics
+from grader.problems.registry import LoadedProblem, Registry
+from grader.queue import Dispatcher, QueueFull
+from grader.storage import crud
+from grader.storage.db import Database
+from grader.submissions.notifier import Notifier
+from grader.submissions.public import SubmissionPublic, read_submission
+from grader.submissions.submitters import Refused, Submitter, check_rate
+
+WAIT_POLL_S = 0.5
+QUEUE_FULL = "the grading queue is full"
+
+
+@dataclass(frozen=True)
+class Stored:
+    submission_id: str
+    replayed: bool  # an earlier request with the same Idempotency-Key made it
+
+
+def check_source(source: str, max_bytes: int) -> None:
+    """Refused (413, 422) unless the source is non-empty UTF-8 text within the size limit."""
+    try:
+        encoded = source.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refused(422, "source is not valid UTF-8 text") from None
+    if len(encoded) > max_bytes:
+        raise Refused(413, f"source is {len(encoded)} bytes; the limit is {max_bytes}")
+    if not source.strip():
+        raise Refused(422, "source is empty")
+
+
+class Intake:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        registry: Registry,
+        dispatcher: Dispatcher,
+        notifier: Notifier,
+        metrics: Metrics,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.registry = registry
+        self.dispatcher = dispatcher
+        self.notifier = notifier
+        self.metrics = metrics
+
+    def problem(self, problem_id: str) -> LoadedProblem:
+        problem = self.registry.get(problem_id)
+        if problem is None:
+            raise Refused(404, f"no problem {problem_id!r}")
+        return problem
+
+    def store(self, problem: LoadedProblem, source: str, submitter: Submitter, idempotency: str | None) -> Stored:
+        """Stores a queued submission, or finds the one an earlier try with the same idempotency key made.
+        Synchronous on purpose: within one process, two requests cannot interleave between the rate check
+        and the insert. Raises Refused (rate limit, queue full, a key reused with another body)."""
+        with self.db.session() as session:
+            replayed = (
+                crud.get_submission_by_idempotency_key(session, idempotency_key=idempotency)
+                if idempotency is not None
+                else None
+            )
+            if replayed is None:
+                self._check_limits(session, submitter)
+                if idempotency is None:
+                    submission = crud.create_submission(
+                        session,
+                        problem_id=problem.id,
+                        problem_version=problem.version,
+                        source=source,
+                        api_key_hash=submitter.key_hash,
+                    )
+                else:
+                    try:
+                        submission, created = crud.create_submission_once(
+                            session,
+                            problem_id=problem.id,
+                            problem_version=problem.version,
+                            source=source,
+                            api_key_hash=submitter.key_hash,
+                            idempotency_key=idempotency,
+                        )
+                    except LookupError:
+                        raise Refused(409, "a request with this Idempotency-Key was refused; retry") from None
+                    if not created:
+                        replayed = submission
+            else:
+                submission = replayed
+            if replayed is not None and (replayed.problem_id, replayed.source) != (problem.id, source):
+                raise Refused(422, "this Idempotency-Key was already used with a different request body")
+            return Stored(submission.id, replayed is not None)
+
+    def _check_limits(self, session: Session, submitter: Submitter) -> None:
+        try:
+            check_rate(session, submitter, self.settings.rate_limit_per_minute)
+        except Refused:
+            self.metrics.refused.labels("rate_limited").inc()
+            raise
+        if self.dispatcher.depth >= self.settings.max_queue:
+            self.metrics.refused.labels("queue_full").inc()
+            raise Refused(429, QUEUE_FULL, reason="queue_full", headers={"Retry-After": "5"})
+
+    def dispatch(self, stored: Stored) -> None:
+        """Hands a new submission to the graders; if the queue is full, it is deleted again and Refused (429).
+        Blocking (with Celery it writes a lease and talks to the broker): call it off the event loop."""
+        if stored.replayed:
+            return
+        try:
+            self.dispatcher.submit(stored.submission_id)
+        except QueueFull:
+            with self.db.session() as session:
+                crud.delete_submission(session, submission_id=stored.submission_id)
+            self.metrics.refused.labels("queue_full").inc()
+            raise Refused(429, QUEUE_FULL, reason="queue_full", headers={"Retry-After": "5"}) from None
+        self.metrics.submissions_created.inc()
+
+    def read(self, submission_id: str) -> SubmissionPublic | None:
+        view = read_submission(self.db, self.registry, submission_id)
+        return view.public if view is not None else None
+
+    async def wait(
+        self,
+        submission_id: str,
+        seconds: float,
+        watch: asyncio.Event | None = None,
+        gone: Callable[[], Awaitable[bool]] | None = None,
+    ) -> SubmissionPublic | None:
+        """The submission once final, within `seconds`; else its current view. `watch`, when given, is a
+        Notifier event taken before the submission could change (so that no wake-up is missed); `gone`
+        says whether whoever waits has left (then waiting stops at once)."""
+        deadline = time.monotonic() + seconds
+        event = watch or self.notifier.watch(submission_id)
+        try:
+            while True:
+                public = self.read(submission_id)
+                remaining = deadline - time.monotonic()
+                if public is None or public.status in FINAL or remaining <= 0:
+                    return public
+                if gone is not None and await gone():
+                    return public
+                try:
+                    # Woken by the Notifier (relayed from the workers under Celery); the timeout is the
+                    # database poll that covers a missed wake-up.
+                    await asyncio.wait_for(event.wait(), timeout=min(remaining, WAIT_POLL_S))
+                except TimeoutError:
+                    pass
+                event.clear()
+        finally:
+            if watch is None:
+                self.notifier.unwatch(submission_id, event)

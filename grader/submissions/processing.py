@@ -1,0 +1,121 @@
+"""Grading a stored submission: take it (one conditional UPDATE), grade it, store the verdict; never
+leave it running. The function every dispatcher calls: the local queue's threads and the Celery task."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from grader.config import Settings
+from grader.grading.grader import Grader
+from grader.grading.verdict import Status, Verdict
+from grader.logs import submission_logging
+from grader.metrics import Metrics
+from grader.problems.registry import LoadedProblem, Registry
+from grader.queue.leases import Leases
+from grader.storage import crud
+from grader.storage.db import Database
+from grader.submissions.notifier import Notifier
+from grader.submissions.progress import ProgressWriter
+
+log = logging.getLogger(__name__)
+
+
+class Processor:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        registry: Registry,
+        grader: Grader,
+        notifier: Notifier,
+        leases: Leases,
+        metrics: Metrics,
+        refresh_problems: Callable[[], None],
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.registry = registry
+        self.grader = grader
+        self.notifier = notifier
+        self.leases = leases
+        self.metrics = metrics
+        self.refresh_problems = refresh_problems
+
+    def process(self, submission_id: str) -> None:
+        """Grades one stored submission and stores its verdict. Does nothing for a submission that is
+        final, or leased to another worker's live attempt."""
+        with submission_logging(submission_id):
+            self._grade_stored(submission_id)
+
+    def _grade_stored(self, submission_id: str) -> None:
+        with self.db.session() as session:
+            submission = crud.mark_running(session, submission_id=submission_id, lease_s=self.settings.lease_s)
+            if submission is None:
+                log.info("not graded here: already final, or being graded under a live lease")
+                return
+            # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
+            # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
+            problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
+            submitted_version, created_at = submission.problem_version, submission.created_at
+        self.leases.hold(submission_id, attempt)
+        started = time.monotonic()
+        try:
+            if attempt == 1:
+                self.metrics.queue_wait_seconds.observe(max(0.0, _seconds_since(created_at)))
+            self.notifier.notify(submission_id)
+            problem = self._problem(problem_id, submitted_version)
+            verdict = self._grade(submission_id, problem, problem_id, source)
+            verdict = self._store(submission_id, verdict, problem, attempt)
+        finally:
+            self.leases.release(submission_id)
+        elapsed = time.monotonic() - started
+        self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
+        self.metrics.verdicts.labels(verdict.status.value).inc()
+        log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
+        self.notifier.notify(submission_id)
+
+    def _problem(self, problem_id: str, submitted_version: str) -> LoadedProblem | None:
+        problem = self.registry.get(problem_id)
+        if problem is None or problem.version != submitted_version:
+            # Another process may have added or changed it (an upload through the API) since this one looked.
+            self.refresh_problems()
+            problem = self.registry.get(problem_id)
+        return problem
+
+    def _grade(self, submission_id: str, problem: LoadedProblem | None, problem_id: str, source: str) -> Verdict:
+        if problem is None:
+            return Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
+        landed = ProgressWriter(self.db, self.notifier, submission_id)
+        try:
+            return self.grader.grade_submission(problem, source, on_test=landed)
+        finally:
+            landed.close()
+
+    def _store(self, submission_id: str, verdict: Verdict, problem: LoadedProblem | None, attempt: int) -> Verdict:
+        """Stores the verdict; if that fails, a verdict that says so. What is stored is returned."""
+        version = problem.version if problem is not None else None
+        try:
+            with self.db.session() as session:
+                crud.finish_submission(
+                    session, submission_id=submission_id, verdict=verdict, problem_version=version, attempt=attempt
+                )
+            return verdict
+        except Exception as exc:  # the judge's fault; the lease reaper takes over if this fails too
+            log.exception("storing the verdict of %s failed", submission_id)
+            fallback = Verdict(
+                status=Status.INTERNAL_ERROR, message=f"the judge could not store the verdict ({type(exc).__name__})"
+            )
+            with self.db.session() as session:
+                crud.finish_submission(
+                    session, submission_id=submission_id, verdict=fallback, problem_version=version, attempt=attempt
+                )
+            return fallback
+
+
+def _seconds_since(moment: datetime) -> float:
+    # SQLite hands back naive datetimes; every stored time is UTC.
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - aware).total_seconds()

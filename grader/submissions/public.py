@@ -1,0 +1,116 @@
+"""What a submitter may see of a submission: public models, and reading one from the database.
+
+Hidden tests go out as their status only ("hidden test N"): no name, message, time, output or
+traceback. Every view of a submission (the JSON API, the event stream, the report page) reads it
+through read_submission, so none of them can show more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from grader.grading.verdict import Status, TestResult, TestStatus
+from grader.problems.registry import LoadedProblem, Registry
+from grader.storage import crud
+from grader.storage.db import Database, Submission
+
+
+class SubmissionAccepted(BaseModel):
+    id: str
+    status: Status
+
+
+class TestPublic(BaseModel):
+    name: str
+    visible: bool
+    status: TestStatus
+    message: str | None = None
+    time_ms: float | None = None
+    hint: str | None = None
+    details: dict[str, Any] | None = None
+    traceback: str | None = None
+    line: int | None = None
+    output: str | None = Field(None, description="what the submission printed during the test (visible tests)")
+
+
+class SubmissionPublic(BaseModel):
+    id: str
+    problem_id: str
+    problem_version: str
+    status: Status
+    score: float
+    message: str | None = None
+    hint: str | None = None
+    line: int | None = None
+    traceback: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    tests: list[TestPublic]
+
+
+def public_tests(results: list[TestResult], problem: LoadedProblem | None) -> list[TestPublic]:
+    """Visible tests with everything; hidden tests with their status and nothing else."""
+    hidden_number = {}
+    if problem is not None:
+        count = 0
+        for index, test in enumerate(problem.tests):
+            if not test.visible:
+                count += 1
+                hidden_number[index] = count
+    shown = []
+    for result in results:
+        if result.visible:
+            shown.append(TestPublic(**result.model_dump(include=set(TestPublic.model_fields))))
+        else:
+            number = hidden_number.get(result.index, result.index + 1)
+            shown.append(TestPublic(name=f"hidden test {number}", visible=False, status=result.status))
+    return shown
+
+
+def public_submission(
+    submission: Submission, results: list[TestResult], problem: LoadedProblem | None
+) -> SubmissionPublic:
+    return SubmissionPublic(
+        id=submission.id,
+        problem_id=submission.problem_id,
+        problem_version=submission.problem_version,
+        status=Status(submission.status),
+        score=submission.score,
+        message=submission.message,
+        hint=submission.hint,
+        line=submission.line,
+        traceback=submission.traceback,
+        created_at=submission.created_at,
+        started_at=submission.started_at,
+        finished_at=submission.finished_at,
+        tests=public_tests(results, problem),
+    )
+
+
+@dataclass(frozen=True)
+class SubmissionView:
+    """One submission as its pages need it: the public view, its source (the submitter's own), and its
+    problem as currently served (None once removed)."""
+
+    public: SubmissionPublic
+    source: str
+    problem: LoadedProblem | None
+
+    @property
+    def tests_total(self) -> int | None:
+        return len(self.problem.tests) if self.problem is not None else None
+
+
+def read_submission(db: Database, registry: Registry, submission_id: str) -> SubmissionView | None:
+    with db.session() as session:
+        submission = crud.get_submission(session, submission_id=submission_id)
+        if submission is None:
+            return None
+        problem = registry.get(submission.problem_id)
+        public = public_submission(submission, crud.submission_tests(submission), problem)
+        return SubmissionView(public=public, source=submission.source, problem=problem)

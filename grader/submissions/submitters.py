@@ -1,0 +1,105 @@
+"""Who submits: optional API keys (GRADER_API_KEYS), a per-key rate limit, idempotent retries.
+
+Keys are never stored: a submission carries the SHA-256 of its key, which is also what the rate limit
+and the list look up. The rate limit is a sliding window over the stored submissions, so every API
+process behind a load balancer enforces the same limit with no shared state of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, timedelta
+
+from sqlalchemy.orm import Session
+
+from grader.config import Settings
+from grader.storage import crud
+from grader.storage.db import utcnow
+
+RATE_WINDOW = timedelta(minutes=1)
+MAX_IDEMPOTENCY_KEY = 255
+
+
+class Refused(Exception):
+    """A request the submission rules refuse: its HTTP status, a message, headers (Retry-After), and the
+    reason counted in the metrics."""
+
+    def __init__(self, status: int, detail: str, *, reason: str = "", headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.reason = reason
+        self.headers = headers or {}
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Submitter:
+    key_hash: str | None  # None: anonymous, on a server without API keys
+
+
+class SubmitterAuth:
+    def __init__(self, settings: Settings) -> None:
+        self._hashes = [hash_key(key) for key in settings.submitter_keys]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._hashes)
+
+    def identify(self, headers: Mapping[str, str]) -> Submitter:
+        """The submitter of a request (its headers); Refused (401) when keys are required and none valid is
+        presented."""
+        if not self._hashes:
+            return Submitter(None)
+        presented = headers.get("x-api-key")
+        if presented is None:
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            presented = token.strip() if scheme.lower() == "bearer" else None
+        if presented:
+            candidate = hash_key(presented.strip())
+            # Every stored hash is compared, in constant time, whichever matches.
+            matched = [stored for stored in self._hashes if hmac.compare_digest(stored, candidate)]
+            if matched:
+                return Submitter(matched[0])
+        raise Refused(
+            401,
+            "an API key is required: send `Authorization: Bearer <key>` or `X-API-Key: <key>`",
+            reason="unauthorized",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+def check_rate(session: Session, submitter: Submitter, per_minute: int) -> None:
+    """Refused (429) with Retry-After (seconds until the oldest submission in the window leaves it) over the limit."""
+    if not per_minute or submitter.key_hash is None:
+        return
+    now = utcnow()
+    count, oldest = crud.recent_by_key(session, api_key_hash=submitter.key_hash, since=now - RATE_WINDOW)
+    if count < per_minute:
+        return
+    if oldest is not None and oldest.tzinfo is None:  # SQLite returns naive UTC datetimes
+        oldest = oldest.replace(tzinfo=UTC)
+    wait = (oldest + RATE_WINDOW - now).total_seconds() if oldest is not None else RATE_WINDOW.total_seconds()
+    raise Refused(
+        429,
+        f"rate limit: at most {per_minute} submissions per minute for this API key",
+        reason="rate_limited",
+        headers={"Retry-After": str(max(1, math.ceil(wait)))},
+    )
+
+
+def idempotency_key(raw: str | None, submitter: Submitter) -> str | None:
+    """The stored form of a request's Idempotency-Key: scoped to the API key, hashed to a fixed length."""
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not raw or len(raw) > MAX_IDEMPOTENCY_KEY or not raw.isascii() or not raw.isprintable():
+        raise Refused(422, f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters")
+    return hashlib.sha256(f"{submitter.key_hash or 'anonymous'}\n{raw}".encode()).hexdigest()
