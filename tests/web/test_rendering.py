@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from grader.submissions import public as schemas
 from grader.grading import verdict
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.submissions import public as schemas
 from grader.web.markup import highlight_python, render_markdown
 from grader.web.mathml import sanitize_mathml, tex_to_mathml
 from grader.web.report import (
