@@ -17,6 +17,7 @@ import docker
 
 from grader.config import Settings
 from grader.sandbox.container import LABEL, SandboxContainer, SandboxLost, owner_label
+from grader.sandbox.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class SandboxPool:
         # Containers handed out by fresh(): their users remove them, but a process stopping meanwhile
         # (its daemon threads just end) would leave them running; close() removes what is left.
         self._fresh: weakref.WeakSet[SandboxContainer] = weakref.WeakSet()
+        self._keeper: ImageKeeper | None = None
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -55,6 +57,9 @@ class SandboxPool:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
             log.error(self.last_error)
             return
+        if self.size and self.settings.sandbox_prewarm:
+            # Every page of the image resident in the host's memory before any sandbox starts (prewarm.py).
+            self._keeper = keep_image_resident(self.client, self.settings)
         for _ in range(self.size):
             self._spawn()
 
@@ -153,3 +158,5 @@ class SandboxPool:
                 break
         for container in list(self._fresh):
             container.remove()
+        if self._keeper is not None:
+            self._keeper.close()

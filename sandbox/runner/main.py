@@ -36,6 +36,7 @@ torch.set_num_interop_threads(1)
 
 import child  # noqa: E402
 import frames  # noqa: E402
+import prewarm  # noqa: E402
 import values  # noqa: E402
 import zygote  # noqa: E402
 
@@ -536,6 +537,9 @@ def _serve(forker: zygote.ZygoteClient) -> None:
 
 
 if __name__ == "__main__":
+    # Every page of the image's files into the host's page cache before anything is forked (prewarm.py).
+    if prewarm.NO_PREWARM not in sys.argv[1:]:
+        prewarm.read_image_files()
     # This process becomes the zygote (PID 1 of the container); it forks the runner after warming up.
     _protect_runner()
     _warm_up()
