@@ -85,6 +85,15 @@ class Settings(BaseSettings):
     # What the runner itself (python + torch, warmed up) needs on top of a problem's memory limit.
     sandbox_memory_overhead_mb: int = Field(768, ge=128)
     sandbox_start_timeout_s: float = Field(60.0, gt=0)
+    # Every file of the image read into the host's page cache: by the pool at start, and by each
+    # container's runner before it serves (not under gVisor). Closes the "make resident" direction of
+    # the page-cache channel between sandboxes (SECURITY.md); off only to measure that channel
+    # (bench/page_cache_channel.py).
+    sandbox_prewarm: bool = True
+    # With sandbox_prewarm: the pool keeps a container that holds every page of the image locked in
+    # the host's memory (the image's size, about 820 MB, once per host), so that no reclaim evicts
+    # them later (grader/sandboxes/prewarm.py). Off: the image is read once at start, and may be evicted.
+    sandbox_pin_image: bool = True
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     sandbox_acquire_timeout_s: float = Field(120.0, gt=0)
     max_result_bytes: int = Field(16 * 1024 * 1024, ge=1024)

@@ -140,9 +140,13 @@ class SandboxContainer:
             # EOF on stdin and exits; the engine then removes the container, so none is left behind.
             auto_remove=True,
         )
+        # The runner reads every file of the image into the page cache at start (sandbox/runner/prewarm.py),
+        # except under gVisor, whose sentry would keep a copy of them in this container's memory.
+        command = [] if settings.sandbox_prewarm and not is_gvisor(settings.sandbox_runtime) else ["--no-prewarm"]
         try:
             created = api.create_container(
                 settings.sandbox_image,
+                command=command or None,
                 name=self.name,
                 stdin_open=True,
                 tty=False,

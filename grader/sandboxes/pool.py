@@ -20,6 +20,7 @@ import docker
 
 from grader.config import Settings
 from grader.sandboxes.container import LABEL, SandboxContainer, SandboxLost, owner_label
+from grader.sandboxes.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class SandboxPool:
         # Containers handed out, with the time each is due back.
         self._out: dict[SandboxContainer, float] = {}
         self._watchdog: threading.Thread | None = None
+        self._keeper: ImageKeeper | None = None
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -69,6 +71,9 @@ class SandboxPool:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
             log.error(self.last_error)
             return
+        if self.size and self.settings.sandbox_prewarm:
+            # Every page of the image resident in the host's memory before any sandbox starts (prewarm.py).
+            self._keeper = keep_image_resident(self.client, self.settings)
         for _ in range(self.size):
             self._spawn()
         if self.size:
@@ -203,3 +208,5 @@ class SandboxPool:
                 self._idle.get_nowait().remove()
             except queue.Empty:
                 break
+        if self._keeper is not None:
+            self._keeper.close()

@@ -23,6 +23,7 @@ torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
 import execute  # noqa: E402
+import prewarm  # noqa: E402
 import runner  # noqa: E402
 import values  # noqa: E402
 import zygote  # noqa: E402
@@ -47,6 +48,9 @@ def _serve(forker: zygote.ZygoteClient) -> None:
 
 
 if __name__ == "__main__":
+    # Every page of the image's files into the host's page cache before anything is forked (prewarm.py).
+    if prewarm.NO_PREWARM not in sys.argv[1:]:
+        prewarm.read_image_files()
     # This process becomes the zygote (PID 1 of the container); it forks the runner after warming up.
     runner.protect_runner()
     _warm_up()

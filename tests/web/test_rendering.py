@@ -262,7 +262,9 @@ def _public(status: verdict.Status, tests: list[schemas.TestPublic], version: st
 
 
 def test_rows_of_a_running_submission_wait_in_file_order() -> None:
-    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
+    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
+        parse_problem(TWO_TESTS, "two-tests.yaml")
+    )
     landed = [schemas.TestPublic(name="hidden test 1", visible=False, status=verdict.TestStatus.PASSED)]
     rows = report_rows(_public(verdict.Status.RUNNING, landed, problem.version), problem)
     assert [(row.position, row.name, row.status) for row in rows] == [
@@ -273,7 +275,9 @@ def test_rows_of_a_running_submission_wait_in_file_order() -> None:
 
 
 def test_rows_of_a_final_verdict_are_its_tests() -> None:
-    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
+    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
+        parse_problem(TWO_TESTS, "two-tests.yaml")
+    )
     tests = [schemas.TestPublic(name="first", visible=True, status=verdict.TestStatus.SKIPPED)]
     rows = report_rows(_public(verdict.Status.INTERNAL_ERROR, tests, problem.version), problem)
     assert [(row.name, row.status) for row in rows] == [("first", "skipped")]

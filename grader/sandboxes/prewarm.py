@@ -1,0 +1,205 @@
+"""Every page of the sandbox image resident in the host's memory, from before the first sandbox starts.
+
+Why (SECURITY.md, "The page-cache channel"): sandboxes share the image's files, so the same pages of
+the host's page cache; a submission that makes chosen pages resident by reading them can signal to a
+submission in another container that times its reads. Once every page is resident, and stays so,
+reading changes nothing.
+
+Each runc sandbox reads the whole image itself at start (sandbox/runner/prewarm.py), but that is not
+enough on its own: the pages a container brings in are charged to its own memory cgroup, where memory
+pressure (a submission allocating up to its limit) evicts them again; the host evicts pages nobody
+touched for a while (memory pressure, or proactive reclaim: the machines this was measured on page
+out unmapped page cache idle for about a minute); and a gVisor sandbox must not read the image itself
+(its sentry would keep a copy in the sandbox's memory).
+
+So the pool starts, before any sandbox, a KEEPER: a container of the image that maps every file of the
+image and locks the mappings in memory (mlock), then waits for its stdin to close. Locked pages are
+resident, unevictable by any reclaim, and charged to no sandbox. It costs the image's size of the
+host's memory (about 820 MB) once per host: pages are shared, so a second pool's keeper costs only
+its page tables. The keeper runs the image's own code only (no submission ever enters it), under runc
+(the host's page cache is what matters, also for gVisor sandboxes), with the sandbox's hardening
+(no network, read-only, no-new-privileges) but a memory limit above the image's size, and as root with
+one capability, CAP_IPC_LOCK (mlock beyond RLIMIT_MEMLOCK). Its stdin is held by the pool: when the
+service stops or dies, the keeper sees EOF, exits, and the engine removes it.
+
+With `sandbox_pin_image` off, a one-off container reads the image once instead (prewarm_image): the
+pages are charged to no sandbox, but the host may evict them later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+import uuid
+
+import docker
+from docker.errors import DockerException, NotFound
+from docker.types import Ulimit
+
+from grader.config import Settings
+from grader.sandboxes.container import LABEL, owner_label
+
+log = logging.getLogger(__name__)
+
+PREWARM = ["python3", "-I", "-B", "/opt/runner/prewarm.py"]
+TIMEOUT_S = 90.0
+MEMORY_HEADROOM_MB = 512
+
+
+def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bool) -> str:
+    api = client.api
+    image_bytes = int(client.images.get(settings.sandbox_image).attrs.get("Size") or 0)
+    memory = image_bytes + MEMORY_HEADROOM_MB * 1024 * 1024
+    host_config = api.create_host_config(
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": "rw,noexec,nosuid,nodev,size=1m,mode=1777"},
+        cap_drop=["ALL"],
+        # Locking more than RLIMIT_MEMLOCK (8 MiB, and the engine may not raise it) takes CAP_IPC_LOCK,
+        # which only uid 0 gets in its effective set: root in the container, with that capability alone.
+        cap_add=["IPC_LOCK"] if keep else None,
+        security_opt=["no-new-privileges"],
+        pids_limit=16,
+        mem_limit=memory,
+        memswap_limit=memory,
+        nano_cpus=int(1e9),
+        ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
+        runtime="runc",
+        auto_remove=keep,
+    )
+    created = api.create_container(
+        settings.sandbox_image,
+        entrypoint=PREWARM + (["--keep"] if keep else []),
+        name=name,
+        user="0:0" if keep else "10001:10001",
+        environment={},
+        network_disabled=True,
+        stdin_open=keep,
+        tty=False,
+        labels={LABEL: owner_label(settings)},
+        host_config=host_config,
+    )
+    return str(created["Id"])
+
+
+def _counts(output: bytes) -> dict:
+    for line in reversed(output.decode("utf-8", "replace").splitlines()):
+        try:
+            counts = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(counts, dict):
+            return counts
+    raise ValueError(f"no counts in {output[-300:]!r}")
+
+
+def prewarm_image(client: docker.DockerClient, settings: Settings, timeout_s: float = TIMEOUT_S) -> dict | None:
+    """Reads every file of the image once, in a one-off container; waits for it. Returns its counts
+    (files, bytes, seconds), or None when it could not run (logged: not fatal)."""
+    started = time.monotonic()
+    name = f"torchjudge-prewarm-{uuid.uuid4().hex[:12]}"
+    container_id = None
+    try:
+        container_id = _create(client, settings, name, keep=False)
+        client.api.start(container_id)
+        result = client.api.wait(container_id, timeout=timeout_s)
+        output = client.api.logs(container_id, stdout=True, stderr=False)
+        if result.get("StatusCode") != 0:
+            raise DockerException(f"exit status {result.get('StatusCode')}: {output[-300:]!r}")
+        counts = _counts(output)
+        counts["total_seconds"] = round(time.monotonic() - started, 3)
+        log.info("sandbox image read into the page cache: %s", counts)
+        return counts
+    except Exception as exc:  # noqa: BLE001 - an engine error, a timeout, odd output: never fatal
+        log.warning("could not prewarm the sandbox image (%s); the sandboxes will do it themselves", exc)
+        return None
+    finally:
+        if container_id is not None:
+            _remove(client, container_id, name)
+
+
+def _remove(client: docker.DockerClient, container_id: str, name: str) -> None:
+    try:
+        client.api.remove_container(container_id, force=True)
+    except NotFound:
+        pass
+    except DockerException as exc:
+        log.warning("could not remove %s: %s", name, exc)
+
+
+class ImageKeeper:
+    """The keeper container (module docstring): started by start(), gone after close()."""
+
+    def __init__(self, client: docker.DockerClient, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self.name = f"torchjudge-pagecache-{uuid.uuid4().hex[:12]}"
+        self.container_id: str | None = None
+        self.counts: dict | None = None
+        self._response = None
+        self._sock: socket.socket | None = None
+
+    def start(self, timeout_s: float = TIMEOUT_S) -> dict:
+        """Starts the keeper and waits until every page is locked; returns its counts. Raises on failure."""
+        started = time.monotonic()
+        api = self.client.api
+        try:
+            self.container_id = _create(self.client, self.settings, self.name, keep=True)
+            # Only stdin: held open for the keeper's lifetime, closed by close() or by this process's end.
+            self._response = api.attach_socket(self.container_id, params={"stdin": 1, "stream": 1})
+            self._sock = self._response._sock  # type: ignore[union-attr]
+            api.start(self.container_id)
+            while True:
+                output = api.logs(self.container_id, stdout=True, stderr=False)
+                if output.strip():
+                    self.counts = _counts(output)
+                    break
+                if api.inspect_container(self.container_id)["State"]["Status"] not in ("created", "running"):
+                    raise DockerException("the keeper stopped before it was ready")
+                if time.monotonic() - started > timeout_s:
+                    raise DockerException(f"the keeper was not ready within {timeout_s:.0f}s")
+                time.sleep(0.1)
+        except Exception:
+            self.close()
+            raise
+        self.counts["total_seconds"] = round(time.monotonic() - started, 3)
+        return self.counts
+
+    def alive(self) -> bool:
+        if self.container_id is None:
+            return False
+        try:
+            return bool(self.client.api.inspect_container(self.container_id)["State"]["Running"])
+        except DockerException:
+            return False
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        if self.container_id is not None:
+            _remove(self.client, self.container_id, self.name)
+            self.container_id = None
+
+
+def keep_image_resident(client: docker.DockerClient, settings: Settings) -> ImageKeeper | None:
+    """What the pool calls at start, before any sandbox: the keeper when `sandbox_pin_image` is on
+    (or, if it cannot start, a one-off read of the image); never raises."""
+    if settings.sandbox_pin_image:
+        keeper = ImageKeeper(client, settings)
+        try:
+            counts = keeper.start()
+        except Exception as exc:  # noqa: BLE001 - an engine error, a timeout: fall back, never fatal
+            log.warning("could not start the page-cache keeper (%s); reading the image once instead", exc)
+        else:
+            log.info("sandbox image held resident by %s: %s", keeper.name, counts)
+            if counts.get("locked_bytes", 0) < counts.get("bytes", 0):
+                log.warning("the page-cache keeper could not lock every page (RLIMIT_MEMLOCK): %s", counts)
+            return keeper
+    prewarm_image(client, settings)
+    return None
