@@ -1,4 +1,4 @@
-.PHONY: setup setup-test run test bench load e2e-compose lint clean
+.PHONY: setup setup-test run test bench load e2e-compose lint lint-checks clean
 
 setup:
 	@scripts/setup.sh
@@ -9,7 +9,7 @@ run: setup
 setup-test:
 	@scripts/setup-test.sh
 
-test: setup-test
+test: setup-test lint-checks
 	.venv/bin/pytest
 
 bench: setup
@@ -23,8 +23,13 @@ load: setup-test
 e2e-compose: setup
 	scripts/e2e-compose.sh
 
-lint: setup
-	.venv/bin/ruff check grader sandbox tests
+lint: setup lint-checks
+
+# Style, complexity (ruff's C901, at most 15) and size (modules at most 400 lines, functions 80).
+lint-checks:
+	.venv/bin/ruff check grader sandbox tests bench scripts
+	.venv/bin/ruff format --check grader sandbox tests bench scripts
+	.venv/bin/python scripts/check-sizes.py
 
 clean:
 	rm -rf .venv .cache data

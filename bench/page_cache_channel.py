@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from grader.api.app import create_app  # noqa: E402
+from grader.app import create_app  # noqa: E402
 from grader.components import build  # noqa: E402
 from grader.config import Settings  # noqa: E402
 from grader.sandboxes.container import SandboxContainer, docker_client  # noqa: E402

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from grader.api.app import create_app
     from grader.api.server import build_server
+    from grader.app import create_app
     from grader.config import get_settings
     from grader.logs import configure_logging
 

@@ -43,7 +43,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def client(service: object) -> Iterator[TestClient]:
-    from grader.api.app import create_app
+    from grader.app import create_app
 
     app = create_app(service.settings, components=service)  # type: ignore[attr-defined]
     with TestClient(app) as test_client:

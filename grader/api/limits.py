@@ -117,49 +117,56 @@ class BodyLimitMiddleware:
         if length is not None and length > cap:
             await _answer(send, 413, f"request body over {cap} bytes")
             return
-
-        received = 0
-        body_done = not _has_body(scope, length)
-        tripped = False
-        started = False
-
-        async def receive_bounded() -> Message:
-            nonlocal received, body_done, tripped
-            if tripped:
-                raise BodyTooLarge(cap)
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > cap:
-                    tripped = True
-                    raise BodyTooLarge(cap)
-                if not message.get("more_body", False):
-                    body_done = True
-            return message
-
-        async def send_guarded(message: Message) -> None:
-            nonlocal started
-            if tripped and not started:
-                return  # the app's answer to a body it did not get: the 413 below goes out instead
-            if message["type"] == "http.response.start":
-                started = True
-                headers = list(message.get("headers", []))
-                if not body_done and CLOSE not in headers:
-                    # The rest of the body is unread: close rather than read it through to the next request.
-                    message = {**message, "headers": [*headers, CLOSE]}
-            await send(message)
-
+        guard = _BodyGuard(cap, receive, send, body_done=not _has_body(scope, length))
         try:
-            await self.app(scope, receive_bounded, send_guarded)
+            await self.app(scope, guard.receive, guard.send)
         except ClientDisconnect:
             # The client left mid-body (or was cut off for being too slow): nobody is left to answer.
-            if started:
+            if guard.started:
                 raise
             log.debug("%s %s: the client left before sending its whole body", scope["method"], scope["path"])
             return
         except Exception:
-            if not tripped or started:
+            if not guard.tripped or guard.started:
                 raise
             # Whatever the app made of the exception it got from receive(), the answer is the 413.
-        if tripped and not started:
+        if guard.tripped and not guard.started:
             await _answer(send, 413, f"request body over {cap} bytes")
+
+
+class _BodyGuard:
+    """One request's receive and send: the body counted as it arrives, the app's answer held back once
+    the cap is passed, and the connection closed when the body is left unread."""
+
+    def __init__(self, cap: int, receive: Receive, send: Send, body_done: bool) -> None:
+        self.cap = cap
+        self._receive = receive
+        self._send = send
+        self.received = 0
+        self.body_done = body_done
+        self.tripped = False
+        self.started = False
+
+    async def receive(self) -> Message:
+        if self.tripped:
+            raise BodyTooLarge(self.cap)
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.cap:
+                self.tripped = True
+                raise BodyTooLarge(self.cap)
+            if not message.get("more_body", False):
+                self.body_done = True
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.tripped and not self.started:
+            return  # the app's answer to a body it did not get: the 413 goes out instead
+        if message["type"] == "http.response.start":
+            self.started = True
+            headers = list(message.get("headers", []))
+            if not self.body_done and CLOSE not in headers:
+                # The rest of the body is unread: close rather than read it through to the next request.
+                message = {**message, "headers": [*headers, CLOSE]}
+        await self._send(message)

@@ -175,50 +175,58 @@ def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[lis
 
 
 def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> Comparison:
-    if isinstance(expected, Opaque) or isinstance(got, Opaque):
-        return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
-    if _type_name(expected) != _type_name(got):
+    if isinstance(expected, Opaque) or isinstance(got, Opaque) or _type_name(expected) != _type_name(got):
         return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
     if isinstance(expected, Tensor):
-        assert isinstance(got, Tensor)
-        if expected.shape != got.shape:
-            return _mismatch(path, f"shape {list(got.shape)} instead of {list(expected.shape)}", expected, got)
-        if expected.dtype != got.dtype:
-            return _mismatch(path, f"dtype {got.dtype} instead of {expected.dtype}", expected, got)
-        return _compare_arrays(path, expected, got, tolerance)
+        return _compare_tensors(path, expected, got, tolerance)
     if isinstance(expected, float):
-        exp_array = Tensor("float64", np.array(expected))
-        result = _compare_arrays(path, exp_array, Tensor("float64", np.array(got)), tolerance)
-        if not result.passed:
-            return _mismatch(
-                path,
-                "values differ",
-                expected,
-                got,
-                **{k: v for k, v in result.details.items() if k.startswith("max_")},
-            )
-        return result
+        return _compare_floats(path, expected, got, tolerance)
     if isinstance(expected, (list, tuple)):
-        if len(expected) != len(got):
-            return _mismatch(path, f"length {len(got)} instead of {len(expected)}", expected, got)
-        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
-            result = compare_values(_child_path(path, f"[{i}]"), e, g, tolerance)
-            if not result.passed:
-                return result
-        return Comparison(True)
+        return _compare_sequences(path, expected, got, tolerance)
     if isinstance(expected, dict):
-        if set(expected) != set(got):
-            missing = sorted(set(expected) - set(got))
-            extra = sorted(set(got) - set(expected))
-            return _mismatch(path, f"keys differ (missing {_keys(missing)}, unexpected {_keys(extra)})", expected, got)
-        for key in expected:
-            result = compare_values(_child_path(path, f"[{_key(key)}]"), expected[key], got[key], tolerance)
-            if not result.passed:
-                return result
-        return Comparison(True)
+        return _compare_dicts(path, expected, got, tolerance)
     if expected == got:
         return Comparison(True)
     return _mismatch(path, "values differ", expected, got)
+
+
+def _compare_tensors(path: str, expected: Tensor, got: Tensor, tolerance: Tolerance) -> Comparison:
+    if expected.shape != got.shape:
+        return _mismatch(path, f"shape {list(got.shape)} instead of {list(expected.shape)}", expected, got)
+    if expected.dtype != got.dtype:
+        return _mismatch(path, f"dtype {got.dtype} instead of {expected.dtype}", expected, got)
+    return _compare_arrays(path, expected, got, tolerance)
+
+
+def _compare_floats(path: str, expected: float, got: float, tolerance: Tolerance) -> Comparison:
+    exp_array = Tensor("float64", np.array(expected))
+    result = _compare_arrays(path, exp_array, Tensor("float64", np.array(got)), tolerance)
+    if result.passed:
+        return result
+    errors = {k: v for k, v in result.details.items() if k.startswith("max_")}
+    return _mismatch(path, "values differ", expected, got, **errors)
+
+
+def _compare_sequences(path: str, expected: list | tuple, got: list | tuple, tolerance: Tolerance) -> Comparison:
+    if len(expected) != len(got):
+        return _mismatch(path, f"length {len(got)} instead of {len(expected)}", expected, got)
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        result = compare_values(_child_path(path, f"[{i}]"), e, g, tolerance)
+        if not result.passed:
+            return result
+    return Comparison(True)
+
+
+def _compare_dicts(path: str, expected: dict, got: dict, tolerance: Tolerance) -> Comparison:
+    if set(expected) != set(got):
+        missing = sorted(set(expected) - set(got))
+        extra = sorted(set(got) - set(expected))
+        return _mismatch(path, f"keys differ (missing {_keys(missing)}, unexpected {_keys(extra)})", expected, got)
+    for key in expected:
+        result = compare_values(_child_path(path, f"[{_key(key)}]"), expected[key], got[key], tolerance)
+        if not result.passed:
+            return result
+    return Comparison(True)
 
 
 def compare_outputs(expected: Any, got: Any, checks: dict[str, Tolerance], default: Tolerance) -> Comparison:

@@ -77,7 +77,8 @@ class ProblemChecker:
     def sandboxes(self) -> Sandboxes:
         """The sandboxes given, or a pool of LANES warm containers of the check's own, started once."""
         if self._sandboxes is None:
-            pool = SandboxPool(self.settings, size=LANES, owner=f"check-{uuid.uuid4().hex[:12]}")
+            # Only the problem's own code runs here: no keeper of the image's pages (that is for submissions).
+            pool = SandboxPool(self.settings, size=LANES, owner=f"check-{uuid.uuid4().hex[:12]}", keep_image=False)
             pool.start()
             self._own_pool = pool
             if pool.image_id is None:

@@ -36,12 +36,15 @@ class SandboxPool:
         client: docker.DockerClient | None = None,
         size: int | None = None,
         owner: str | None = None,
+        keep_image: bool = True,
     ) -> None:
         self.settings = settings
         self.client = client
         # Whose containers these are (a label): a pool removes its owner's leftovers at start, so a pool
         # beside another (a problem check's) needs an owner of its own.
         self.owner = owner or owner_label(settings)
+        # Whether this pool keeps the image's pages resident (prewarm.py): for pools that run submissions.
+        self.keep_image = keep_image
         # size=0: no warm containers, only the engine (a Celery-mode API).
         self.size = settings.pool_size if size is None else size
         self._idle: queue.Queue[SandboxContainer] = queue.Queue()
@@ -71,7 +74,7 @@ class SandboxPool:
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
             log.error(self.last_error)
             return
-        if self.size and self.settings.sandbox_prewarm:
+        if self.size and self.keep_image and self.settings.sandbox_prewarm:
             # Every page of the image resident in the host's memory before any sandbox starts (prewarm.py).
             self._keeper = keep_image_resident(self.client, self.settings)
         for _ in range(self.size):

@@ -77,60 +77,30 @@ class _Decoder:
         if not isinstance(node, dict) or not isinstance(node.get("t"), str):
             raise MalformedValue("value node is not an object with a type")
         kind = node["t"]
-        if kind == "none":
-            _keys(node, {"t"})
-            return None
-        if kind == "bool":
-            _keys(node, {"t", "v"})
-            if not isinstance(node["v"], bool):
-                raise MalformedValue("bool node without a bool")
-            return node["v"]
-        if kind == "int":
-            _keys(node, {"t", "v"})
-            text = node["v"]
-            if not isinstance(text, str) or len(text) > MAX_INT_DIGITS or not INT_TEXT.fullmatch(text):
-                raise MalformedValue("int node without digits")
-            return int(text)
-        if kind == "float":
-            _keys(node, {"t", "v"})
-            text = node["v"]
-            if not isinstance(text, str) or len(text) > 64:
-                raise MalformedValue("float node without a hex float")
-            try:
-                return float.fromhex(text)
-            except (ValueError, OverflowError):
-                raise MalformedValue("float node without a hex float") from None
-        if kind == "str":
-            _keys(node, {"t", "v"})
-            if not isinstance(node["v"], str) or len(node["v"]) > MAX_STR:
-                raise MalformedValue("str node without a string")
-            return node["v"]
+        if kind in _SCALARS:
+            fields, read = _SCALARS[kind]
+            _keys(node, fields)
+            return read(node)
         if kind in ("list", "tuple"):
             _keys(node, {"t", "items"})
-            if not isinstance(node["items"], list):
-                raise MalformedValue("list node without items")
-            items = [self.node(item, depth + 1) for item in node["items"]]
+            items = [self.node(item, depth + 1) for item in _items(node, "list")]
             return items if kind == "list" else tuple(items)
         if kind == "dict":
             _keys(node, {"t", "items"})
-            if not isinstance(node["items"], list):
-                raise MalformedValue("dict node without items")
-            result: dict[str, Any] = {}
-            for pair in node["items"]:
-                if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
-                    raise MalformedValue("dict item is not a [key, value] pair")
-                if pair[0] in result or len(pair[0]) > MAX_STR:
-                    raise MalformedValue("duplicate or oversized dict key")
-                result[pair[0]] = self.node(pair[1], depth + 1)
-            return result
+            return self.mapping(_items(node, "dict"), depth)
         if kind == "tensor":
             return self.tensor(node)
-        if kind == "opaque":
-            _keys(node, {"t", "type"})
-            if not isinstance(node["type"], str) or len(node["type"]) > 200:
-                raise MalformedValue("opaque node without a type name")
-            return Opaque(protocol.bounded_text(node["type"], 200))
         raise MalformedValue(f"unknown value node type {kind[:40]!r}")
+
+    def mapping(self, pairs: list[Any], depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for pair in pairs:
+            if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                raise MalformedValue("dict item is not a [key, value] pair")
+            if pair[0] in result or len(pair[0]) > MAX_STR:
+                raise MalformedValue("duplicate or oversized dict key")
+            result[pair[0]] = self.node(pair[1], depth + 1)
+        return result
 
     def tensor(self, node: dict) -> Tensor:
         _keys(node, {"t", "dtype", "shape"})
@@ -160,6 +130,58 @@ class _Decoder:
 def _keys(node: dict, allowed: set[str]) -> None:
     if set(node) != allowed:
         raise MalformedValue("value node with unexpected fields")
+
+
+def _items(node: dict, kind: str) -> list[Any]:
+    if not isinstance(node["items"], list):
+        raise MalformedValue(f"{kind} node without items")
+    return node["items"]
+
+
+def _bool(node: dict) -> bool:
+    if not isinstance(node["v"], bool):
+        raise MalformedValue("bool node without a bool")
+    return node["v"]
+
+
+def _int(node: dict) -> int:
+    text = node["v"]
+    if not isinstance(text, str) or len(text) > MAX_INT_DIGITS or not INT_TEXT.fullmatch(text):
+        raise MalformedValue("int node without digits")
+    return int(text)
+
+
+def _float(node: dict) -> float:
+    text = node["v"]
+    if not isinstance(text, str) or len(text) > 64:
+        raise MalformedValue("float node without a hex float")
+    try:
+        return float.fromhex(text)
+    except (ValueError, OverflowError):
+        raise MalformedValue("float node without a hex float") from None
+
+
+def _str(node: dict) -> str:
+    if not isinstance(node["v"], str) or len(node["v"]) > MAX_STR:
+        raise MalformedValue("str node without a string")
+    return node["v"]
+
+
+def _opaque(node: dict) -> Opaque:
+    if not isinstance(node["type"], str) or len(node["type"]) > 200:
+        raise MalformedValue("opaque node without a type name")
+    return Opaque(protocol.bounded_text(node["type"], 200))
+
+
+# kind -> (its fields, how its value is read)
+_SCALARS: dict[str, tuple[set[str], Any]] = {
+    "none": ({"t"}, lambda node: None),
+    "bool": ({"t", "v"}, _bool),
+    "int": ({"t", "v"}, _int),
+    "float": ({"t", "v"}, _float),
+    "str": ({"t", "v"}, _str),
+    "opaque": ({"t", "type"}, _opaque),
+}
 
 
 def decode_value(body: bytes) -> Any:

@@ -73,6 +73,7 @@ def _environment() -> Environment:
         submission_status=report.SUBMISSION_STATUS,
         test_status=report.TEST_STATUS,
         explanation=report.SUBMISSION_EXPLANATION,
+        final_statuses=" ".join(sorted(status.value for status in FINAL)),
     )
     env.filters.update(number=report.fmt_number, ms=report.fmt_ms, shape=report.fmt_shape)
     return env

@@ -81,21 +81,9 @@ class _Encoder:
         if depth > MAX_DEPTH:
             raise Unencodable(f"the returned value is nested deeper than {MAX_DEPTH}")
         kind = type(value)  # exact types only: a subclass may lie about itself
-        if value is None:
-            return {"t": "none"}
-        if kind is bool:
-            return {"t": "bool", "v": bool(value)}
-        if kind is int:
-            text = int.__repr__(value)  # type: ignore[arg-type]
-            if len(text) > MAX_INT_DIGITS:
-                raise Unencodable("an integer in the returned value is too large")
-            return {"t": "int", "v": text}
-        if kind is float:
-            return {"t": "float", "v": float.hex(value)}  # type: ignore[arg-type]
-        if kind is str:
-            if len(value) > MAX_STR:  # type: ignore[arg-type]
-                raise Unencodable("a string in the returned value is too long")
-            return {"t": "str", "v": str.__str__(value)}  # type: ignore[arg-type]
+        scalar = _scalar(value, kind)
+        if scalar is not None:
+            return scalar
         if kind is list or kind is tuple:
             iterator = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
             items = [self.node(item, depth + 1) for item in iterator]
@@ -155,6 +143,26 @@ class _Encoder:
         array = np.ascontiguousarray(value).astype(dtype.newbyteorder("<"), copy=False)
         self.add_array(array.tobytes())
         return {"t": "tensor", "dtype": name, "shape": [int(s) for s in value.shape]}
+
+
+def _scalar(value: object, kind: type) -> dict | None:
+    """None, a bool, an int, a float or a str as a node; None for anything else."""
+    if value is None:
+        return {"t": "none"}
+    if kind is bool:
+        return {"t": "bool", "v": bool(value)}
+    if kind is int:
+        text = int.__repr__(value)  # type: ignore[arg-type]
+        if len(text) > MAX_INT_DIGITS:
+            raise Unencodable("an integer in the returned value is too large")
+        return {"t": "int", "v": text}
+    if kind is float:
+        return {"t": "float", "v": float.hex(value)}  # type: ignore[arg-type]
+    if kind is str:
+        if len(value) > MAX_STR:  # type: ignore[arg-type]
+            raise Unencodable("a string in the returned value is too long")
+        return {"t": "str", "v": str.__str__(value)}  # type: ignore[arg-type]
+    return None
 
 
 def _check_shape(shape: list[int]) -> None:

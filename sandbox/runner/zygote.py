@@ -108,7 +108,6 @@ def _null_stdio() -> None:
 
 def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) -> None:
     """Becomes the zygote: forks the runner (which calls serve) and then serves fork requests."""
-    zygote_pid = os.getpid()
     zygote_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     runner_pid = os.fork()
     if runner_pid == 0:
@@ -118,36 +117,99 @@ def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) 
         finally:
             os._exit(0)
     runner_end.close()
-    # Only the runner holds the container's stdin and stdout (the grader's channel).
-    _null_stdio()
-    # As PID 1, a signal without a handler cannot be sent to this process from inside the
-    # container; Python's own SIGINT handler is removed so that SIGINT cannot be either.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    selector = selectors.DefaultSelector()
-    selector.register(zygote_end, selectors.EVENT_READ, "runner")
-    selector.register(wake_r, selectors.EVENT_READ, "wake")
-    children: set[int] = set()
+    _Zygote(zygote_end, runner_pid, child_main).serve()
 
-    def send(kind: bytes, pid: int, value: int) -> None:
+
+class _Zygote:
+    def __init__(self, sock: socket.socket, runner_pid: int, child_main: Callable[..., None]) -> None:
+        self.sock = sock
+        self.pid = os.getpid()
+        self.runner_pid = runner_pid
+        self.child_main = child_main
+        self.children: set[int] = set()
+        # Only the runner holds the container's stdin and stdout (the grader's channel).
+        _null_stdio()
+        # As PID 1, a signal without a handler cannot be sent to this process from inside the
+        # container; Python's own SIGINT handler is removed so that SIGINT cannot be either.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(sock, selectors.EVENT_READ, "runner")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
+
+    def serve(self) -> None:
+        while True:
+            for key, _ in self.selector.select(1.0):
+                if key.data == "wake":
+                    self._drain_wakeups()
+                else:
+                    self._fork_request()
+            self._reap()
+
+    def _drain_wakeups(self) -> None:
         try:
-            zygote_end.sendall(RECORD.pack(kind, pid, value))
-        except OSError:
-            _end(runner_pid)
+            while os.read(self.wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
 
-    def reap() -> None:
+    def _send(self, kind: bytes, pid: int, value: int) -> None:
+        try:
+            self.sock.sendall(RECORD.pack(kind, pid, value))
+        except OSError:
+            _end(self.runner_pid)
+
+    def _fork_request(self) -> None:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(self.sock, 1, 3)
+        except OSError:
+            message, fds = b"", []
+        if not message:
+            _end(self.runner_pid)
+        if message != FORK or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            self._send(FAILED, 0, exc.errno or errno.EAGAIN)
+            return
+        if pid == 0:
+            self._become_child(fds)
+        self.children.add(pid)
+        for fd in fds:
+            os.close(fd)
+        self._send(FORKED, pid, 0)
+
+    def _become_child(self, fds: list[int]) -> None:
+        try:
+            self.selector.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for fd in (self.wake_r, self.wake_w, self.sock.fileno()):
+                os.close(fd)
+            # The child's seccomp filter keeps it from signalling these two (seccomp.py).
+            self.child_main(*fds, protected=(self.pid, self.runner_pid))
+        finally:
+            os._exit(70)
+
+    def _reap(self) -> None:
         # A submission may stop the runner with SIGSTOP (same uid): it is continued at once, so the
         # runner's clock keeps running and the submission is killed at its time limit as usual.
         try:
-            pid, status = os.waitpid(runner_pid, os.WNOHANG | os.WUNTRACED)
-            if pid == runner_pid and os.WIFSTOPPED(status):
-                os.kill(runner_pid, signal.SIGCONT)
-            elif pid == runner_pid:
-                _end(runner_pid)
+            pid, status = os.waitpid(self.runner_pid, os.WNOHANG | os.WUNTRACED)
+            if pid == self.runner_pid and os.WIFSTOPPED(status):
+                os.kill(self.runner_pid, signal.SIGCONT)
+            elif pid == self.runner_pid:
+                _end(self.runner_pid)
         except ChildProcessError:
-            _end(runner_pid)
+            _end(self.runner_pid)
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -157,55 +219,11 @@ def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) 
                 continue
             if pid == 0:
                 return
-            if pid == runner_pid:
-                _end(runner_pid)
-            if pid in children:
-                children.discard(pid)
-                send(EXITED, pid, status)
-
-    while True:
-        for key, _ in selector.select(1.0):
-            if key.data == "wake":
-                try:
-                    while os.read(wake_r, 512):
-                        pass
-                except BlockingIOError:
-                    pass
-                continue
-            try:
-                message, fds, _flags, _addr = socket.recv_fds(zygote_end, 1, 3)
-            except OSError:
-                message, fds = b"", []
-            if not message:
-                _end(runner_pid)
-            if message != FORK or len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                for fd in fds:
-                    os.close(fd)
-                send(FAILED, 0, exc.errno or errno.EAGAIN)
-                continue
-            if pid == 0:
-                try:
-                    selector.close()
-                    signal.set_wakeup_fd(-1)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    signal.signal(signal.SIGINT, signal.default_int_handler)
-                    for fd in (wake_r, wake_w, zygote_end.fileno()):
-                        os.close(fd)
-                    # The child's seccomp filter keeps it from signalling these two (seccomp.py).
-                    child_main(*fds, protected=(zygote_pid, runner_pid))
-                finally:
-                    os._exit(70)
-            children.add(pid)
-            for fd in fds:
-                os.close(fd)
-            send(FORKED, pid, 0)
-        reap()
+            if pid == self.runner_pid:
+                _end(self.runner_pid)
+            if pid in self.children:
+                self.children.discard(pid)
+                self._send(EXITED, pid, status)
 
 
 def _end(runner_pid: int) -> None:

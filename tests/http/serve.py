@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from grader.api.app import create_app
 from grader.api.server import build_server
+from grader.app import create_app
 from grader.components import build
 from grader.config import Settings
 from grader.logs import configure_logging

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import Components, build
 from tests.conftest import make_settings, wait_until_ready
 

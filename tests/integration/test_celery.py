@@ -19,7 +19,7 @@ import docker
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import Components, build
 from grader.grading.verdict import Status, Verdict
 from grader.sandboxes.container import LABEL, owner_label

@@ -19,7 +19,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import build
 from grader.grading.verdict import Status
 from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher

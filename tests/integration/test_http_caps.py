@@ -15,8 +15,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from grader.api.app import create_app
 from grader.api.server import build_server
+from grader.app import create_app
 from grader.grading.verdict import FINAL
 from grader.storage import crud
 from tests.web.solutions import SLOW

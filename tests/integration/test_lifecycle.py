@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import build
 from tests.conftest import CASES_DIR, make_settings, wait_until_ready
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import Components, build
 from grader.problems.registry import parse_problem
 from grader.sandboxes.container import docker_client

@@ -67,7 +67,7 @@ def service(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory) -> I
 
 @pytest.fixture(scope="session")
 def client(service: object) -> Iterator[TestClient]:
-    from grader.api.app import create_app
+    from grader.app import create_app
 
     app = create_app(service.settings, components=service)  # type: ignore[attr-defined]
     with TestClient(app) as test_client:

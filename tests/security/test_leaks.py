@@ -38,7 +38,7 @@ def test_the_service_environment_never_reaches_a_sandbox(
 ) -> None:
     """A service whose own environment holds secrets; the submission looks for them in everything it can
     read (its environment, every process's environ and cmdline) and is right only if it finds one."""
-    from grader.api.app import create_app
+    from grader.app import create_app
     from grader.components import build
 
     monkeypatch.setenv("GRADER_ADMIN_TOKEN", context.secret)
@@ -174,7 +174,7 @@ HIDDEN_MARKER = "tjhidden-c0ffee-in-the-hidden-test"
 
 @pytest.fixture(scope="module")
 def probe_client(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    from grader.api.app import create_app
+    from grader.app import create_app
     from grader.components import build
 
     problems = tmp_path_factory.mktemp("probe-problems")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.api.app import create_app
+from grader.app import create_app
 from grader.components import Components, build
 from grader.config import Settings
 from grader.storage import crud

@@ -39,7 +39,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def live_server(service: Any) -> Iterator[str]:
     """The app around the session's real service (Docker sandboxes, SQLite in a tmp dir), served by uvicorn."""
-    from grader.api.app import create_app
+    from grader.app import create_app
 
     app = create_app(service.settings, components=service)
     port = _free_port()

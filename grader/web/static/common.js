@@ -4,16 +4,8 @@
 
 const STORE_KEY = "torchjudge.submissions.v1";
 const MAX_KEPT = 100;
-export const FINAL = new Set([
-  "accepted",
-  "wrong_answer",
-  "runtime_error",
-  "time_limit_exceeded",
-  "memory_limit_exceeded",
-  "output_limit_exceeded",
-  "compile_error",
-  "internal_error",
-]);
+// The final statuses, as the server lists them on every page (grader/grading/verdict.py FINAL).
+export const FINAL = new Set((document.body.dataset.finalStatuses || "").split(" ").filter(Boolean));
 
 function isEntry(value) {
   return (

@@ -1,0 +1,104 @@
+"""The shape of grader/: imports go one way, from the HTTP edge down to configuration, never back, and
+no module imports itself through others. A newcomer can trust the layers in docs/architecture.md."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+GRADER = Path(__file__).resolve().parents[2] / "grader"
+
+# Lowest first. A module may import its own package and any package of a lower layer, nothing else.
+LAYERS = [
+    {"config", "logs"},
+    {"sandboxes"},
+    {"grading"},
+    {"storage"},
+    {"metrics"},
+    {"queue"},
+    {"problems"},
+    {"submissions"},
+    {"components"},
+    {"worker"},
+    {"api"},
+    {"web"},
+    {"app"},
+    {"cli"},
+]
+LAYER_OF = {package: index for index, packages in enumerate(LAYERS) for package in packages}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in GRADER.rglob("*.py"):
+        parts = path.relative_to(GRADER.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _imports(path: Path) -> set[str]:
+    """Every grader module this file imports, at any depth, except under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for child in ast.walk(node))
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if alias.name.startswith("grader"))
+    return names
+
+
+MODULES = _modules()
+GRAPH = {name: {i for i in _imports(path) if i in MODULES and i != name} for name, path in MODULES.items()}
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {_package(name) for name in MODULES if name != "grader"}
+    assert packages <= set(LAYER_OF), f"packages without a layer: {sorted(packages - set(LAYER_OF))}"
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if name != "grader"))
+def test_imports_go_down_the_layers(module: str) -> None:
+    own = _package(module)
+    for imported in GRAPH[module]:
+        target = _package(imported)
+        if not target or target == own:
+            continue
+        assert LAYER_OF[target] < LAYER_OF[own], (
+            f"{module} (layer {LAYER_OF[own]}) imports {imported} (layer {LAYER_OF[target]})"
+        )
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for imported in sorted(GRAPH[module]):
+            if imported.startswith(module + "."):
+                continue  # a package importing its own modules in __init__
+            if state.get(imported) == 1:
+                cycles.append(path[path.index(imported) :] + [imported] if imported in path else [module, imported])
+            elif imported not in state:
+                visit(imported, [*path, imported])
+        state[module] = 2
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, cycles
