@@ -118,8 +118,7 @@ def test_a_sandbox_lost_twice_at_different_tests_is_the_submissions_runtime_erro
 def test_a_container_not_returned_in_time_is_replaced_and_the_pool_reports_it_short(tmp_path: Path) -> None:
     """A holder that never gives its container back (a hung grading): past its deadline the watchdog
     removes the container and starts another; meanwhile the pool is not ready, and says why."""
-    if sandbox_runtime != "runc":
-        pytest.skip("the pool's bookkeeping does not depend on the runtime")
+    # The pool's bookkeeping does not depend on the runtime: shown under runc.
     from grader.components import build
     from grader.sandboxes import pool as pool_module
 
