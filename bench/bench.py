@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.config import Settings  # noqa: E402
-from grader.grading.runs import build_job, job_bound_s  # noqa: E402
+from grader.grading.execution import build_job, job_bound_s  # noqa: E402
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402
 from grader.sandboxes.container import SandboxContainer, docker_client  # noqa: E402
 
@@ -124,20 +124,8 @@ def container_memory_mb(label_value: str) -> float:
     return max(sizes) if sizes else float("nan")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cold", type=int, default=8, help="cold submissions (baseline)")
-    parser.add_argument("--warm", type=int, default=40, help="sequential warm submissions")
-    parser.add_argument("--throughput", type=int, default=60, help="submissions per concurrency level")
-    args = parser.parse_args()
-
-    problem = parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM)
-    source = problem.reference
-    port = _free_port()
-    data_dir = Path(tempfile.mkdtemp(prefix="torchjudge-bench-"))
-    env = {**os.environ, "GRADER_PORT": str(port), "GRADER_DATA_DIR": str(data_dir)}
-    base = f"http://127.0.0.1:{port}"
-
+def start_service(env: dict[str, str], base: str) -> tuple[subprocess.Popen[bytes], float]:
+    """`make run` with this environment; returns the process and the seconds until /healthz said ready."""
     started = time.perf_counter()
     server = subprocess.Popen(
         ["make", "--no-print-directory", "run"],
@@ -147,48 +135,83 @@ def main() -> int:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if server.poll() is not None:
-                raise SystemExit("make run exited before the service was ready")
-            if time.perf_counter() - started > 600:
-                raise SystemExit("the service was not ready within 600 s")
-            time.sleep(0.05)
-        ready_s = time.perf_counter() - started
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return server, time.perf_counter() - started
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if server.poll() is not None:
+            raise SystemExit("make run exited before the service was ready")
+        if time.perf_counter() - started > 600:
+            os.killpg(server.pid, signal.SIGTERM)
+            raise SystemExit("the service was not ready within 600 s")
+        time.sleep(0.05)
 
-        _post(base, source)  # expected outputs computed once per problem version and image
-        warm = [_post(base, source)[0] for _ in range(args.warm)]
-        throughput = {c: measure_throughput(base, source, c, args.throughput) for c in (1, 4, 8)}
+
+def measure_mode(seeds: str, source: str, warm_count: int, per_level: int, levels: tuple[int, ...]) -> dict:
+    """The service under GRADER_SEEDS=seeds: warm latency, throughput, memory."""
+    port = _free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix="torchjudge-bench-"))
+    env = {**os.environ, "GRADER_PORT": str(port), "GRADER_DATA_DIR": str(data_dir), "GRADER_SEEDS": seeds}
+    base = f"http://127.0.0.1:{port}"
+    server, ready_s = start_service(env, base)
+    try:
+        _post(base, source)  # expected outputs computed once per problem version, image (and seed)
+        if seeds == "pool":
+            time.sleep(10)  # the pool of seeds fills in the background, as it does while a service runs
+        warm = [_post(base, source)[0] for _ in range(warm_count)]
+        throughput = {c: measure_throughput(base, source, c, per_level) for c in levels}
         from grader.sandboxes.container import owner_label
 
         memory_mb = container_memory_mb(owner_label(Settings(data_dir=data_dir)))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+    return {"ready_s": ready_s, "warm": warm, "throughput": throughput, "memory_mb": memory_mb}
 
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold", type=int, default=8, help="cold submissions (baseline)")
+    parser.add_argument("--warm", type=int, default=40, help="sequential warm submissions")
+    parser.add_argument("--throughput", type=int, default=60, help="submissions per concurrency level")
+    args = parser.parse_args()
+
+    problem = parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM)
+    source = problem.reference
+    main_run = measure_mode("pool", source, args.warm, args.throughput, (1, 4, 8))
+    others = {
+        mode: measure_mode(mode, source, args.warm // 2, args.throughput // 2, (8,)) for mode in ("fixed", "fresh")
+    }
     cold = measure_cold(source, args.cold)
-    cold_p50, warm_p50, warm_p95 = statistics.median(cold), statistics.median(warm), _percentile(warm, 0.95)
+    cold_p50, warm_p50, warm_p95 = (
+        statistics.median(cold),
+        statistics.median(main_run["warm"]),
+        _percentile(main_run["warm"], 0.95),
+    )
     ratio = warm_p50 / cold_p50
+    throughput = main_run["throughput"]
+    memory_mb = main_run["memory_mb"]
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"problem: {PROBLEM} ({len(problem.tests)} tests), solution: its reference\n")
+    print(f"problem: {PROBLEM} ({len(problem.tests)} tests), solution: its reference")
+    print("hidden inputs: drawn per submission from a pool of seeds (GRADER_SEEDS=pool, the default)\n")
     rows = [
-        ("time from `make run` to ready", f"{ready_s:.2f} s"),
+        ("time from `make run` to ready", f"{main_run['ready_s']:.2f} s"),
         (f"cold: a container per submission, p50 (n={len(cold)})", f"{cold_p50:.0f} ms"),
         ("cold p95", f"{_percentile(cold, 0.95):.0f} ms"),
-        (f"warm: HTTP end to end, p50 (n={len(warm)})", f"{warm_p50:.1f} ms"),
+        (f"warm: HTTP end to end, p50 (n={len(main_run['warm'])})", f"{warm_p50:.1f} ms"),
         ("warm p95", f"{warm_p95:.1f} ms"),
         ("warm p50 / cold p50", f"{ratio * 100:.1f} %"),
     ]
     for concurrency, (per_second, accepted) in throughput.items():
         rows.append((f"throughput at concurrency {concurrency}", f"{per_second:.1f} accepted/s ({accepted} accepted)"))
     rows.append(("memory of one warm container", f"{memory_mb:.0f} MiB"))
+    for mode, run in others.items():
+        rows.append((f"GRADER_SEEDS={mode}: warm p50", f"{statistics.median(run['warm']):.1f} ms"))
+        rows.append((f"GRADER_SEEDS={mode}: throughput at concurrency 8", f"{run['throughput'][8][0]:.1f} accepted/s"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

@@ -17,6 +17,7 @@ from grader.api.health import health_router
 from grader.api.limits import BodyLimitMiddleware, route_caps
 from grader.api.me import me_router
 from grader.api.problems import problems_router
+from grader.api.runs import runs_router
 from grader.api.schemas import validation_message
 from grader.api.slots import stream_slots, waiter_slots
 from grader.api.submissions import submissions_router
@@ -59,7 +60,8 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": validation_message(exc)}, status_code=422)
 
-    for router in (health_router, problems_router, submissions_router, events_router, me_router, admin_router):
+    routers = (health_router, problems_router, submissions_router, runs_router, events_router, me_router, admin_router)
+    for router in routers:
         app.include_router(router)
     app.include_router(web_router)
     return app

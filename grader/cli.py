@@ -137,6 +137,51 @@ def _schema(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _submit(args: argparse.Namespace) -> int:
+    from grader.client import main_submit
+
+    return main_submit(args.file, args.problem, args.url, args.run_only, args.json)
+
+
+def _remote(args: argparse.Namespace) -> int:
+    import os
+
+    from grader.client import DEFAULT_URL, Client, ClientError, list_problems, show_problem
+
+    client = Client(args.url or os.environ.get("GRADER_URL", DEFAULT_URL), os.environ.get("GRADER_API_KEY"))
+    try:
+        return list_problems(client) if args.problems_command == "list" else show_problem(client, args.problem_id)
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _client_commands(commands: argparse._SubParsersAction, problem_commands: argparse._SubParsersAction) -> None:
+    url_help = "the service (default: GRADER_URL, else http://127.0.0.1:8000); GRADER_API_KEY is its API key"
+    submit = commands.add_parser(
+        "submit",
+        help="submit a file and follow its grading (exit 0 when accepted, 1 if not, 2 on an error)",
+        description="Submits FILE for PROBLEM, prints each test as it finishes, then the verdict and the first "
+        "failing visible test's expected against got. With --run, runs it on the visible tests instead (not a "
+        "submission).",
+    )
+    submit.add_argument("file", metavar="FILE")
+    submit.add_argument("--problem", required=True, metavar="ID")
+    submit.add_argument("--url", help=url_help)
+    submit.add_argument(
+        "--run", dest="run_only", action="store_true", help="run on the visible tests; nothing is submitted"
+    )
+    submit.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    submit.set_defaults(run=_submit)
+    listing = problem_commands.add_parser("list", help="the service's problems")
+    listing.add_argument("--url", help=url_help)
+    listing.set_defaults(run=_remote)
+    show = problem_commands.add_parser("show", help="a problem's statement, starter code and limits")
+    show.add_argument("problem_id", metavar="ID")
+    show.add_argument("--url", help=url_help)
+    show.set_defaults(run=_remote)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(prog="grader", description="torchjudge: a judge for PyTorch challenges")
@@ -185,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     check.set_defaults(run=_check)
     schema = problem_commands.add_parser("schema", help="print the JSON Schema of a problem file")
     schema.set_defaults(run=_schema)
+    _client_commands(commands, problem_commands)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

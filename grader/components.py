@@ -3,7 +3,9 @@
     db          the database (storage/)
     registry    the problems served (problems/registry.py), kept current by the watcher
     pool        warm sandbox containers (sandboxes/pool.py); empty in a Celery-mode API
-    expected    expected outputs per problem version (grading/expected.py), from fresh containers
+    references  a warm container or two that never run a submission: the reference's runs
+    expected    expected outputs per problem version and seed (grading/expected.py)
+    seeds       the seeds hidden tests' inputs are drawn from (grading/seeds.py)
     grader      source -> verdict (grading/grader.py)
     dispatcher  how a stored submission reaches a grader: local queue or Celery (queue/)
     leases      running submissions' leases, renewed and reaped (queue/leases.py)
@@ -27,6 +29,8 @@ from sqlalchemy import text
 from grader.config import Settings
 from grader.grading.expected import ExpectedCache
 from grader.grading.grader import Grader
+from grader.grading.model import ProblemSpec
+from grader.grading.seeds import SeedPool, draws_fresh
 from grader.metrics import Metrics
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry
@@ -35,18 +39,21 @@ from grader.problems.watcher import ProblemWatcher
 from grader.queue import Dispatcher
 from grader.queue.leases import Leases
 from grader.queue.local import LocalQueue
-from grader.sandboxes.fresh import FreshSandboxes
 from grader.sandboxes.pool import SandboxPool
-from grader.storage import crud
+from grader.storage import crud, problem_data
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
 from grader.submissions.intake import Intake
 from grader.submissions.notifier import Notifier
 from grader.submissions.processing import Processor
 from grader.submissions.regrade import regrade
+from grader.submissions.runs import Runs
 from grader.submissions.submitters import SubmitterAuth
+from grader.submissions.webhooks import Deliverer
 
 log = logging.getLogger(__name__)
+
+REFERENCE_CONTAINERS = 1
 
 
 @dataclass
@@ -56,8 +63,9 @@ class Components:
     db: Database
     registry: Registry
     pool: SandboxPool
-    fresh: FreshSandboxes
+    references: SandboxPool
     expected: ExpectedCache
+    seeds: SeedPool
     grader: Grader
     notifier: Notifier
     metrics: Metrics
@@ -67,6 +75,8 @@ class Components:
     dispatcher: Dispatcher
     intake: Intake
     uploads: Uploads
+    runs: Runs
+    webhooks: Deliverer
     submitters: SubmitterAuth
     _stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -80,9 +90,12 @@ class Components:
         self.watcher.load()
         self.watcher.start()
         self.pool.start()
+        self.references.start()
         if self.grades_here:
             threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
             self.leases.start()
+            self.seeds.start()
+            self.webhooks.start()
         self.dispatcher.start()
         if self.settings.queue == "local":
             # This process was the only grader: whatever it left queued or running is graded again.
@@ -96,20 +109,25 @@ class Components:
         self._stopping.set()
         self.watcher.stop()
         self.leases.stop()
+        self.seeds.stop()
+        self.webhooks.stop()
         self.dispatcher.stop()
         self.pool.close()
-        self.fresh.close()
+        self.references.close()
         self.db.engine.dispose()
 
     def _prepare_expected(self) -> None:
-        """Computes each problem's expected outputs before its first submission asks for them."""
+        """Computes each problem's expected outputs before its first submission asks for them: on fixed
+        inputs here; under fresh seeds, the seed pool does it."""
         if self.pool.image_id is None:
             return
         for problem in self.registry.all():
             if self._stopping.is_set():
                 return
+            if draws_fresh(problem) and self.settings.seeds != "fixed":
+                continue
             try:
-                self.expected.get(problem, self.pool.image_id)
+                self.expected.get(problem, self.pool.image_id, self.seeds.draw(problem))
             except Exception as exc:  # reported again, as internal_error, to whoever submits
                 log.warning("expected outputs of %s unavailable: %s", problem.id, exc)
 
@@ -159,17 +177,29 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     )
     # A Celery-mode API keeps no warm containers; it checks uploads in sandboxes of the check's own.
     pool = SandboxPool(settings, size=None if grades_here else 0)
-    fresh = FreshSandboxes(settings)
+    # The reference runs in containers that never run a submission: nothing a submission could leave
+    # behind in a container can reach the outputs every later submission is compared with.
+    references = SandboxPool(
+        settings,
+        size=REFERENCE_CONTAINERS if grades_here else 0,
+        owner=f"{pool.owner}-references",
+        keep_image=False,
+    )
 
     def load_expected(key: str) -> bytes | None:
         with db.session() as session:
-            return crud.load_expected(session, key=key)
+            return problem_data.load_expected(session, key=key)
 
     def save_expected(key: str, data: bytes) -> None:
         with db.session() as session:
-            crud.save_expected(session, key=key, data=data)
+            problem_data.save_expected(session, key=key, data=data)
 
-    expected = ExpectedCache(settings, fresh, load_expected, save_expected)
+    expected = ExpectedCache(settings, references, load_expected, save_expected)
+
+    def prepare(problem: ProblemSpec, seed: int) -> None:
+        expected.get(problem, references.image_id or "unknown", seed)
+
+    seeds = SeedPool(settings, prepare, registry.all)
     grader = Grader(settings, pool, expected)
     notifier = Notifier()
     # The dispatcher needs the processor, which needs the leases and the metrics, which need the
@@ -184,7 +214,10 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         resubmit=lambda submission_id: dispatcher.submit_blocking(submission_id),
         max_grading_s=lambda: max_grading_s(settings, registry),
     )
-    processor = Processor(settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now)
+    webhooks = Deliverer(settings, db, registry)
+    processor = Processor(
+        settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
+    )
     dispatcher = _dispatcher(settings, role, db, notifier, processor)
     return Components(
         settings=settings,
@@ -192,8 +225,9 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         db=db,
         registry=registry,
         pool=pool,
-        fresh=fresh,
+        references=references,
         expected=expected,
+        seeds=seeds,
         grader=grader,
         notifier=notifier,
         metrics=metrics,
@@ -201,8 +235,10 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         watcher=watcher,
         processor=processor,
         dispatcher=dispatcher,
-        intake=Intake(settings, db, registry, dispatcher, notifier, metrics),
+        intake=Intake(settings, db, registry, dispatcher, notifier, metrics, seeds),
         uploads=Uploads(db, registry, watcher, lambda: ProblemChecker(settings)),
+        runs=Runs(settings, pool, references),
+        webhooks=webhooks,
         submitters=SubmitterAuth(settings),
     )
 

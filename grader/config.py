@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     max_waiters: int = Field(256, ge=1)
     max_streams: int = Field(256, ge=1)
 
+    # Webhooks (callback_url): the HMAC key of their signature (empty: callback URLs are refused), hosts
+    # allowed although they resolve to internal addresses (comma-separated), how long a delivery is
+    # retried after the verdict, and each attempt's timeout.
+    webhook_secret: str = ""
+    webhook_allowed_hosts: str = ""
+    webhook_retry_s: float = Field(3600.0, ge=0, le=7 * 24 * 3600)
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120)
+
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -97,6 +105,12 @@ class Settings(BaseSettings):
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     sandbox_acquire_timeout_s: float = Field(120.0, gt=0)
     max_result_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    # Hidden tests' inputs per submission (grader/grading/seeds.py): "pool" draws from a few seeds per
+    # problem version whose expected outputs are ready (each used seed_uses times, replaced in the
+    # background); "fresh" a new seed every time (a reference run per submission); "fixed" one for all.
+    seeds: Literal["pool", "fresh", "fixed"] = "pool"
+    seed_pool_size: int = Field(8, ge=1, le=1024)
+    seed_uses: int = Field(16, ge=1, le=1_000_000)
     load_time_s: float = Field(10.0, gt=0, le=120)
 
     default_time_s: float = Field(2.0, gt=0, le=60)
@@ -106,6 +120,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
+        if self.webhook_secret and len(self.webhook_secret) < 16:
+            raise ValueError("GRADER_WEBHOOK_SECRET must be at least 16 characters (or empty to turn webhooks off)")
         if self.admin_token and len(self.admin_token) < 16:
             raise ValueError("GRADER_ADMIN_TOKEN must be at least 16 characters (or empty to turn uploads off)")
         keys = self.submitter_keys
@@ -129,6 +145,10 @@ class Settings(BaseSettings):
                 " waiting for verdicts and event streams cannot take every connection"
             )
         return self
+
+    @property
+    def webhook_hosts(self) -> set[str]:
+        return {host.strip().lower() for host in self.webhook_allowed_hosts.split(",") if host.strip()}
 
     @property
     def submitter_keys(self) -> list[str]:

@@ -9,7 +9,6 @@ replaced or deleted here (409): the file wins.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -18,7 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep
+from grader.api.deps import ComponentsDep, is_admin
 from grader.components import Components
 from grader.problems.check import CheckReport, SandboxUnavailable
 from grader.problems.registry import MAX_PROBLEM_BYTES
@@ -47,14 +46,9 @@ class Regrade(BaseModel):
 
 def _require_admin(request: Request, components: Components) -> Components:
     """The parts, once the request carries the admin token; 403 when uploads are off, else 401."""
-    token = components.settings.admin_token
-    if not token:
+    if not components.settings.admin_token:
         raise HTTPException(403, "problem uploads are turned off: the server has no GRADER_ADMIN_TOKEN")
-    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
-    # Compared as bytes: compare_digest refuses non-ASCII str, and a header may carry anything.
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        presented.strip().encode("utf-8", "surrogateescape"), token.encode("utf-8")
-    ):
+    if not is_admin(components, request):
         raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
     return components
 

@@ -12,6 +12,17 @@ class SubmissionCreate(BaseModel):
 
     problem_id: str = Field(min_length=1, max_length=64, examples=["embedding-layer"])
     source: str = Field(description="the Python module implementing the problem's entry points")
+    callback_url: str | None = Field(
+        None,
+        max_length=2048,
+        description="where the final verdict is POSTed, signed `X-Torchjudge-Signature: sha256=<HMAC-SHA256>`",
+    )
+    seed: int | None = Field(
+        None,
+        ge=0,
+        le=2**63 - 1,
+        description="admin only: grade under this seed (a verdict's `seed`), to reproduce its hidden inputs",
+    )
 
 
 def validation_message(exc: RequestValidationError | ValidationError) -> str:

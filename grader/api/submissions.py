@@ -9,13 +9,14 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify
+from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify, is_admin
 from grader.api.limits import submission_body_cap
 from grader.api.schemas import SubmissionCreate, validation_message
 from grader.grading.verdict import FINAL, Status
 from grader.submissions.intake import check_source
 from grader.submissions.public import SubmissionAccepted, SubmissionPublic
 from grader.submissions.submitters import Refused, idempotency_key
+from grader.submissions.webhooks import check_callback
 
 submissions_router = APIRouter(tags=["submissions"])
 
@@ -72,13 +73,18 @@ async def create_submission(
     """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
     API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
     submitter = identify(components, request)
+    admin = is_admin(components, request)
     try:
         stored_key = idempotency_key(idempotency, submitter)
         payload = await read_payload(request, submission_body_cap(components.settings))
+        if payload.seed is not None and not admin:
+            raise Refused(403, "seed: only the admin may choose a submission's seed")
         check_source(payload.source, components.settings.max_source_bytes)
         problem = intake.problem(payload.problem_id)
+        # Off the event loop: checking a callback URL resolves its host.
+        callback = await run_in_threadpool(check_callback, payload.callback_url, components.settings)
         # No await from the rate check to the insert: within this process, requests cannot interleave there.
-        stored = intake.store(problem, payload.source, submitter, stored_key)
+        stored = intake.store(problem, payload.source, submitter, stored_key, seed=payload.seed, callback_url=callback)
         watch = components.notifier.watch(stored.submission_id) if wait > 0 else None
         try:
             await run_in_threadpool(intake.dispatch, stored)
@@ -88,6 +94,8 @@ async def create_submission(
                 if watch is not None
                 else None
             )
+            if public is not None and admin:
+                public = intake.read(stored.submission_id, with_seed=True)
         finally:
             if watch is not None:
                 components.notifier.unwatch(stored.submission_id, watch)
@@ -103,8 +111,11 @@ async def create_submission(
 
 
 @submissions_router.get("/api/submissions/{submission_id}", response_model=SubmissionPublic)
-def get_submission(submission_id: str, intake: IntakeDep) -> SubmissionPublic:
-    public = intake.read(submission_id)
+def get_submission(
+    submission_id: str, request: Request, components: ComponentsDep, intake: IntakeDep
+) -> SubmissionPublic:
+    """The verdict; with the admin token, also the seed its hidden inputs were drawn from."""
+    public = intake.read(submission_id, with_seed=is_admin(components, request))
     if public is None:
         raise HTTPException(404, f"no submission {submission_id!r}")
     return public

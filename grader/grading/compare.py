@@ -93,6 +93,13 @@ def describe(value: Any) -> dict[str, Any]:
     return {"type": type(value).__name__, "value": json_number(value)}
 
 
+def describe_outputs(value: Any) -> dict[str, Any]:
+    """What a test returned, for a reader: each top-level key of a dict described, else the whole value."""
+    if isinstance(value, dict):
+        return {str(key)[:KEY_TEXT]: describe(item) for key, item in list(value.items())[:KEYS_SHOWN]}
+    return {"result": describe(value)}
+
+
 def _type_name(value: Any) -> str:
     if isinstance(value, Tensor):
         return "tensor"

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from grader.config import Settings
 from grader.grading.bounds import bound_verdict
+from grader.grading.execution import NoSandbox, TestRun, run_module
 from grader.grading.expected import ExpectedCache, ProblemBroken
 from grader.grading.judge import judge_module, judge_test
 from grader.grading.model import ProblemSpec, Sandboxes
-from grader.grading.runs import NoSandbox, TestRun, run_module
 from grader.grading.verdict import Status, TestResult, Verdict
 from grader.sandboxes.container import SandboxLost
 
@@ -31,19 +31,26 @@ class Grader:
         self.expected = expected
 
     def grade_submission(
-        self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None = None
+        self,
+        problem: ProblemSpec,
+        source: str,
+        on_test: Callable[[TestResult], None] | None = None,
+        seed: int | None = None,
     ) -> Verdict:
-        """Grades one submission; on_test hears each test's result as it lands. Never raises."""
+        """Grades one submission under its seed (grading/seeds.py); on_test hears each test's result as it
+        lands. Never raises."""
         try:
-            verdict = self._grade(problem, source, on_test)
+            verdict = self._grade(problem, source, on_test, seed)
         except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
             log.exception("grading crashed")
             verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
         return bound_verdict(verdict)
 
-    def _grade(self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None) -> Verdict:
+    def _grade(
+        self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None, seed: int | None
+    ) -> Verdict:
         try:
-            expected = self.expected.get(problem, self.sandboxes.image_id or "unknown")
+            expected = self.expected.get(problem, self.sandboxes.image_id or "unknown", seed)
         except ProblemBroken as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=str(exc))
         except (SandboxLost, NoSandbox) as exc:
@@ -66,7 +73,7 @@ class Grader:
                     log.exception("publishing a test's progress failed")
 
         try:
-            run = run_module(self.sandboxes, problem, source, self.settings, landed)
+            run = run_module(self.sandboxes, problem, source, self.settings, landed, seed=seed)
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
         return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from grader.grading.compare import Comparison
+from grader.grading.execution import MISSING, ModuleRun
 from grader.grading.model import ProblemSpec
-from grader.grading.runs import MISSING, ModuleRun
 from grader.grading.verdict import TestResult, TestStatus
 
 Compare = Callable[[int, Any, Any], Comparison]  # (test index, expected, got)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from grader.grading import checkers
 from grader.grading.compare import Comparison
+from grader.grading.execution import MISSING, ModuleRun, TestRun
+from grader.grading.expected import Expected
 from grader.grading.hints import pitfall_hint
 from grader.grading.model import ProblemSpec
-from grader.grading.runs import MISSING, ModuleRun, TestRun
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, Status, TestResult, TestStatus, Verdict, overall
 from grader.sandboxes.container import LOADING
 from grader.sandboxes.protocol import LoadHeader, Outcome
@@ -21,14 +21,6 @@ from grader.sandboxes.protocol import LoadHeader, Outcome
 log = logging.getLogger(__name__)
 
 CRASHED = "the submission crashed the sandbox"
-
-
-@dataclass
-class Expected:
-    """The reference's values per test, and each pitfall's (MISSING where a module returned nothing)."""
-
-    reference: list[Any]
-    pitfalls: list[list[Any]]
 
 
 def compare(problem: ProblemSpec, index: int, expected: Any, got: Any) -> Comparison:

@@ -23,6 +23,8 @@ class TestSpec(Protocol):
     @property
     def code(self) -> str: ...
     @property
+    def seed(self) -> str | None: ...  # "fixed" or "fresh" (grading/seeds.py)
+    @property
     def checker(self) -> str: ...
     @property
     def check(self) -> Mapping[str, Any]: ...
@@ -64,7 +66,7 @@ class ProblemSpec(Protocol):
 
 
 class Sandboxes(Protocol):
-    """Where containers come from: the warm pool (sandboxes/pool.py) or fresh ones (sandboxes/fresh.py)."""
+    """Where containers come from: a warm pool (sandboxes/pool.py), or a wrapper of one (grading/execution.py)."""
 
     @property
     def image_id(self) -> str | None: ...

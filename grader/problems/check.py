@@ -24,10 +24,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.config import Settings
+from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.model import Sandboxes
-from grader.grading.runs import ModuleRun, NoSandbox, run_module
-from grader.problems.check_report import STEPS, CheckReport, CheckStep, StepStatus
+from grader.problems.check_report import STEPS, CheckReport, CheckStep, StepStatus, check_seeds, merge_steps
 from grader.problems.check_steps import determinism_step, pitfalls_step, reference_step, starter_step
 from grader.problems.check_tolerances import tolerance_step
 from grader.problems.locate import Locator
@@ -128,27 +128,44 @@ class ProblemChecker:
     def _run_steps(
         self, problem: LoadedProblem, locate: Locator, report: CheckReport, emit: Callable[[CheckStep], None]
     ) -> None:
+        """Every step under each of the check's seeds (one when no test draws fresh inputs), merged: a step
+        fails if it fails under any seed, and says under which."""
+        seeds = check_seeds(problem)
+        rounds = [self._round(problem, locate, seed, first=index == 0) for index, seed in enumerate(seeds)]
+        for index, name in enumerate(STEPS[1:]):
+            steps = [steps[index] for steps in rounds if index < len(steps)]
+            if not steps:
+                break
+            emit(merge_steps(steps, seeds[: len(steps)]))
+            if steps[0].status == StepStatus.FAILED and name == "reference":
+                _skip_rest(report, emit, "the reference is not accepted")
+                return
+
+    def _round(self, problem: LoadedProblem, locate: Locator, seed: int | None, *, first: bool) -> list[CheckStep]:
+        """The steps after the schema, under one seed; stops after a reference that is not accepted. The
+        tolerance step is judged once, on the first seed's outputs."""
         started = time.monotonic()
-        first, second = self._run_all(problem, [problem.reference, problem.reference], apart=True)
+        first, second = self._run_all(problem, [problem.reference, problem.reference], seed, apart=True)
         seconds = round(time.monotonic() - started, 3)
         reference = reference_step(problem, first, locate, seconds)
-        emit(reference)
         if reference.status == StepStatus.FAILED:
-            _skip_rest(report, emit, "the reference is not accepted")
-            return
-        emit(determinism_step(problem, first, second, locate, seconds))
-
+            return [reference]
+        steps = [reference, determinism_step(problem, first, second, locate, seconds)]
         started = time.monotonic()
-        runs = self._run_all(problem, [problem.starter_code] + [pitfall.code for pitfall in problem.pitfalls])
+        runs = self._run_all(problem, [problem.starter_code] + [pitfall.code for pitfall in problem.pitfalls], seed)
         seconds = round(time.monotonic() - started, 3)
         reference_values = [first.value(index) for index in range(len(problem.tests))]
         expected = Expected(reference_values, [[run.value(i) for i in range(len(problem.tests))] for run in runs[1:]])
         verdicts = [judge_module(problem, expected, run) for run in runs]
-        emit(starter_step(runs[0], verdicts[0], locate, seconds))
-        emit(pitfalls_step(problem, expected, runs[1:], verdicts[1:], locate, seconds))
-        emit(tolerance_step(problem, reference_values, locate))
+        steps.append(starter_step(runs[0], verdicts[0], locate, seconds))
+        steps.append(pitfalls_step(problem, expected, runs[1:], verdicts[1:], locate, seconds))
+        if first:
+            steps.append(tolerance_step(problem, reference_values, locate))
+        return steps
 
-    def _run_all(self, problem: LoadedProblem, sources: list[str], *, apart: bool = False) -> list[ModuleRun]:
+    def _run_all(
+        self, problem: LoadedProblem, sources: list[str], seed: int | None, *, apart: bool = False
+    ) -> list[ModuleRun]:
         """Runs modules LANES at a time, in the check's sandboxes; every one is run before a failure is
         raised. `apart`: each module in a container of its own (the two runs of the determinism step)."""
         sandboxes = self.sandboxes()
@@ -162,7 +179,7 @@ class ProblemChecker:
                 raise SandboxUnavailable(f"cannot start a sandbox: {exc}") from exc
 
         def run(index: int, source: str) -> ModuleRun:
-            return run_module(held[index] if held else sandboxes, problem, source, self.settings)
+            return run_module(held[index] if held else sandboxes, problem, source, self.settings, seed=seed)
 
         futures = [self._executor.submit(run, index, source) for index, source in enumerate(sources)]
         runs: list[ModuleRun] = []

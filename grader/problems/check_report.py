@@ -6,6 +6,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, computed_field
 
+from grader.grading.model import ProblemSpec
+from grader.grading.seeds import FIXED_SEED, derive, draws_fresh
+
 STEPS = ("schema", "reference", "deterministic", "starter", "pitfalls", "tolerances")
 
 
@@ -56,3 +59,36 @@ def numbers(indices: list[int]) -> str:
         if number is not None:
             start = previous = number
     return ", ".join(parts)
+
+
+SEEDS_CHECKED = 3  # draws of the fresh tests' inputs every step is run under
+
+
+def check_seeds(problem: ProblemSpec) -> list[int | None]:
+    """The seeds a problem is checked under: the one GRADER_SEEDS=fixed uses, then draws derived from the
+    problem's version (so that a check can be repeated); just one when no test draws fresh inputs."""
+    if not draws_fresh(problem):
+        return [None]
+    base = int(problem.version, 16) if problem.version else 0
+    return [FIXED_SEED, *(derive(base, draw) for draw in range(1, SEEDS_CHECKED))]
+
+
+def merge_steps(steps: list[CheckStep], seeds: list[int | None]) -> CheckStep:
+    """One step from its runs under several seeds: failed if any failed; errors and warnings of every
+    seed, each saying which seed it was under when there are several; details of the first."""
+    if len(steps) == 1:
+        return steps[0]
+    merged = steps[0].model_copy(deep=True)
+    merged.errors, merged.warnings = [], []
+    everywhere = set.intersection(*(set(step.warnings) for step in steps))
+    merged.warnings = [warning for warning in steps[0].warnings if warning in everywhere]
+    for step, seed in zip(steps, seeds, strict=True):
+        merged.errors += [f"{error} (seed {seed})" for error in step.errors]
+        merged.warnings += [f"{warning} (seed {seed})" for warning in step.warnings if warning not in everywhere]
+        merged.seconds = round(merged.seconds + (step.seconds if step is not steps[0] else 0), 3)
+    failed = [step for step in steps if step.status == StepStatus.FAILED]
+    if failed:
+        merged.status = StepStatus.FAILED
+        merged.summary = failed[0].summary
+    merged.summary += f" (under {len(steps)} seeds)"
+    return merged

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 from grader.grading.compare import EXACT, compare_outputs
+from grader.grading.execution import ModuleRun, TestRun
 from grader.grading.hints import matching_pitfall
 from grader.grading.judge import Expected, compare
 from grader.grading.model import ProblemSpec
-from grader.grading.runs import ModuleRun, TestRun
 from grader.grading.verdict import Status, TestStatus, Verdict
 from grader.problems.check_report import CheckStep, StepStatus, numbers
 from grader.problems.locate import Locator

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyword
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from grader.grading import checkers
 
@@ -43,8 +43,14 @@ class TestCase(Strict):
     code: str = Field(
         min_length=1,
         description="the body of a function with torch, nn, F, math, np and the entry points in scope, run after "
-        "torch.manual_seed(i) for the i-th test (0-based); returns a dict (or any value) of tensors, numbers, "
-        "bools, strings, None, and lists, tuples or dicts of these",
+        "torch, random and numpy are seeded with the test's seed (see `seed`); returns a dict (or any value) of "
+        "tensors, numbers, bools, strings, None, and lists, tuples or dicts of these",
+    )
+    seed: Literal["fixed", "fresh"] | None = Field(
+        None,
+        description="fresh: the test's randomness is drawn anew for each submission (from a seed the judge "
+        "picks and records); fixed: always the same (the test's position). Left out: fixed for a visible test, "
+        "else the problem's `seed`",
     )
     checker: str = Field(
         checkers.DEFAULT,
@@ -116,8 +122,28 @@ class Problem(Strict):
     entry_points: list[str] = Field(min_length=1, description="the functions a submission must define")
     reference: str = Field(min_length=1, description="the trusted solution; runs only in the sandbox; never shown")
     limits: Limits = Field(default_factory=Limits)
+    runs: Literal["all", "visible-only"] = Field(
+        "all",
+        description="what POST /api/runs may run: the visible tests and test bodies a learner writes (all), or the "
+        "visible tests only",
+    )
+    seed: Literal["fixed", "fresh"] = Field(
+        "fresh",
+        description="the default `seed` of the hidden tests: fresh (each submission gets new inputs, so hidden "
+        "tests cannot be memorised) or fixed; visible tests are fixed unless they say otherwise",
+    )
     tests: list[TestCase] = Field(min_length=1)
     pitfalls: list[Pitfall] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _resolve_seeds(self) -> Problem:
+        """Every test's `seed` made explicit, so that what a test draws never depends on a default."""
+        resolved = [
+            test if test.seed is not None else test.model_copy(update={"seed": "fixed" if test.visible else self.seed})
+            for test in self.tests
+        ]
+        object.__setattr__(self, "tests", resolved)  # frozen: set once, while the model is being built
+        return self
 
     @field_validator("entry_points")
     @classmethod

@@ -14,7 +14,7 @@ from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker
 from grader.problems.registry import LoadedProblem, ProblemError, Registry, parse_problem, yaml_line
 from grader.problems.watcher import ProblemWatcher
-from grader.storage import crud
+from grader.storage import problem_data
 from grader.storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,10 @@ class Uploads:
 
     def _save(self, loaded: LoadedProblem, text: str) -> bool:
         with self.db.session() as session:
-            created = crud.save_uploaded_problem(session, problem_id=loaded.id, version=loaded.version, text=text)
-            self.watcher.uploads_seen = crud.uploaded_problem_versions(session)
+            created = problem_data.save_uploaded_problem(
+                session, problem_id=loaded.id, version=loaded.version, text=text
+            )
+            self.watcher.uploads_seen = problem_data.uploaded_problem_versions(session)
         self.registry.put_upload(loaded)
         log.info("problem %s %s by upload (version %s)", loaded.id, "added" if created else "replaced", loaded.version)
         return created
@@ -103,8 +105,8 @@ class Uploads:
     def delete(self, problem_id: str) -> bool:
         """Removes a stored upload; False when there is none. A file with the same id stays served."""
         with self.db.session() as session:
-            deleted = crud.delete_uploaded_problem(session, problem_id=problem_id)
-            self.watcher.uploads_seen = crud.uploaded_problem_versions(session)
+            deleted = problem_data.delete_uploaded_problem(session, problem_id=problem_id)
+            self.watcher.uploads_seen = problem_data.uploaded_problem_versions(session)
         if deleted:
             self.registry.remove_upload(problem_id)
             log.info("uploaded problem %s deleted", problem_id)

@@ -8,7 +8,7 @@ import threading
 
 from grader.config import Settings
 from grader.problems.registry import Registry, directory_fingerprint
-from grader.storage import crud
+from grader.storage import problem_data
 from grader.storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class ProblemWatcher:
 
     def load_uploads(self) -> None:
         with self.db.session() as session:
-            rows = crud.list_uploaded_problems(session)
+            rows = problem_data.list_uploaded_problems(session)
             texts = {row.id: row.text for row in rows}
             self.uploads_seen = {row.id: row.version for row in rows}
         self.registry.set_uploads(texts)
@@ -85,7 +85,7 @@ class ProblemWatcher:
 
     def _poll_uploads(self) -> bool:
         with self.db.session() as session:
-            uploads = crud.uploaded_problem_versions(session)
+            uploads = problem_data.uploaded_problem_versions(session)
         if uploads == self.uploads_seen:
             return False
         self.load_uploads()

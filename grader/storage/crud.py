@@ -9,8 +9,8 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from grader.grading.verdict import Status, TestResult, Verdict
-from grader.storage.db import ExpectedOutput, Submission, UploadedProblem, utcnow
+from grader.grading.verdict import FINAL, Status, TestResult, Verdict
+from grader.storage.db import Submission, utcnow
 
 
 def create_submission(
@@ -21,6 +21,9 @@ def create_submission(
     source: str,
     api_key_hash: str | None = None,
     idempotency_key: str | None = None,
+    seed: int | None = None,
+    client_address: str | None = None,
+    callback_url: str | None = None,
 ) -> Submission:
     submission = Submission(
         id=uuid.uuid4().hex,
@@ -32,6 +35,10 @@ def create_submission(
         tests=[],
         api_key_hash=api_key_hash,
         idempotency_key=idempotency_key,
+        seed=seed,
+        client_address=client_address,
+        callback_url=callback_url,
+        webhook_status="pending" if callback_url else None,
     )
     session.add(submission)
     session.commit()
@@ -50,6 +57,7 @@ def create_submission_once(
     source: str,
     api_key_hash: str | None,
     idempotency_key: str,
+    **fields: object,
 ) -> tuple[Submission, bool]:
     """The submission stored under an idempotency key, created if there is none; True when created.
 
@@ -66,6 +74,7 @@ def create_submission_once(
             source=source,
             api_key_hash=api_key_hash,
             idempotency_key=idempotency_key,
+            **fields,  # type: ignore[arg-type]
         )
         return created, True
     except IntegrityError:
@@ -264,20 +273,6 @@ def unfinished_submission_ids(session: Session) -> list[str]:
     return list(rows)
 
 
-def load_expected(session: Session, *, key: str) -> bytes | None:
-    row = session.get(ExpectedOutput, key)
-    return row.data if row is not None else None
-
-
-def save_expected(session: Session, *, key: str, data: bytes) -> None:
-    session.merge(ExpectedOutput(key=key, data=data))
-    try:
-        session.commit()
-    except IntegrityError:
-        # Another worker stored the same key first; the outputs of one reference are the same bytes.
-        session.rollback()
-
-
 def submission_tests(submission: Submission) -> list[TestResult]:
     return [TestResult.model_validate(test) for test in submission.tests or []]
 
@@ -316,43 +311,50 @@ def requeue_problem_submissions(
         submission.tests = []
         submission.started_at = None
         submission.finished_at = None
+        if submission.callback_url:  # the new verdict is delivered in its turn
+            submission.webhook_status, submission.webhook_attempts = "pending", 0
+            submission.webhook_error, submission.webhook_next_at = None, None
     session.commit()
     return len(submissions), to_queue
 
 
-# -- uploaded problems ---------------------------------------------------------------------------------
-def list_uploaded_problems(session: Session) -> list[UploadedProblem]:
-    return list(session.scalars(select(UploadedProblem).order_by(UploadedProblem.id)))
-
-
-def uploaded_problem_versions(session: Session) -> dict[str, str]:
-    """id -> version of every stored upload: cheap to poll for changes made by another process."""
-    return {row.id: row.version for row in session.execute(select(UploadedProblem.id, UploadedProblem.version))}
-
-
-def get_uploaded_problem(session: Session, *, problem_id: str) -> UploadedProblem | None:
-    return session.get(UploadedProblem, problem_id)
-
-
-def save_uploaded_problem(session: Session, *, problem_id: str, version: str, text: str) -> bool:
-    """Stores an upload, replacing one with the same id; True when it is new."""
-    row = session.get(UploadedProblem, problem_id)
-    created = row is None
-    if row is None:
-        row = UploadedProblem(id=problem_id, version=version, text=text)
-        session.add(row)
-    else:
-        row.version = version
-        row.text = text
-        row.updated_at = utcnow()
+# -- webhooks ------------------------------------------------------------------------------------------
+def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> list[str]:
+    """Final submissions whose webhook is due, each claimed for claim_s (a conditional UPDATE: of several
+    processes looking at once, one takes each)."""
+    now = utcnow()
+    due = session.execute(
+        select(Submission.id, Submission.webhook_next_at)
+        .where(
+            Submission.webhook_status == "pending",
+            Submission.status.in_([status.value for status in FINAL]),
+            or_(Submission.webhook_next_at.is_(None), Submission.webhook_next_at <= now),
+        )
+        .order_by(Submission.finished_at)
+        .limit(limit)
+    ).all()
+    claimed = []
+    for submission_id, next_at in due:
+        unchanged = Submission.webhook_next_at.is_(None) if next_at is None else Submission.webhook_next_at == next_at
+        taken = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.webhook_status == "pending", unchanged)
+            .values(webhook_next_at=now + timedelta(seconds=claim_s))
+            .execution_options(synchronize_session=False)
+        )
+        if taken.rowcount == 1:  # type: ignore[attr-defined]
+            claimed.append(submission_id)
     session.commit()
-    return created
+    return claimed
 
 
-def delete_uploaded_problem(session: Session, *, problem_id: str) -> bool:
-    row = session.get(UploadedProblem, problem_id)
-    if row is None:
-        return False
-    session.delete(row)
+def record_webhook(
+    session: Session, *, submission_id: str, status: str, attempts: int, error: str | None, next_at: datetime | None
+) -> None:
+    session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .values(webhook_status=status, webhook_attempts=attempts, webhook_error=error, webhook_next_at=next_at)
+        .execution_options(synchronize_session=False)
+    )
     session.commit()
-    return True

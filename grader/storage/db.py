@@ -6,7 +6,20 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Index, Integer, LargeBinary, String, Text, create_engine, event
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    create_engine,
+    event,
+    text,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -45,8 +58,23 @@ class Submission(Base):
     # The client's Idempotency-Key hashed with api_key_hash: unique, so that a retried POST finds what its
     # first try created, even when the two race.
     idempotency_key: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
+    # What every hidden test's inputs derive from (grader/grading/seeds.py); None for a problem whose
+    # tests are all on fixed inputs, and for submissions made before seeds were recorded.
+    seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Where the final verdict is POSTed (signed), and how that is going: pending, delivered, failed.
+    callback_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    webhook_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    webhook_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    webhook_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    webhook_next_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # The client address of an anonymous submission (its rate limit); None with an API key.
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
-    __table_args__ = (Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),)
+    __table_args__ = (
+        Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),
+        Index("ix_submissions_client_address_created_at", "client_address", "created_at"),
+        Index("ix_submissions_webhook_status_next_at", "webhook_status", "webhook_next_at"),
+    )
 
 
 class ExpectedOutput(Base):

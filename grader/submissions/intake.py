@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from grader.config import Settings
+from grader.grading.seeds import SeedPool
 from grader.grading.verdict import FINAL
 from grader.metrics import Metrics
 from grader.problems.registry import LoadedProblem, Registry
@@ -53,8 +54,10 @@ class Intake:
         dispatcher: Dispatcher,
         notifier: Notifier,
         metrics: Metrics,
+        seeds: SeedPool,
     ) -> None:
         self.settings = settings
+        self.seeds = seeds
         self.db = db
         self.registry = registry
         self.dispatcher = dispatcher
@@ -67,8 +70,18 @@ class Intake:
             raise Refused(404, f"no problem {problem_id!r}")
         return problem
 
-    def store(self, problem: LoadedProblem, source: str, submitter: Submitter, idempotency: str | None) -> Stored:
+    def store(
+        self,
+        problem: LoadedProblem,
+        source: str,
+        submitter: Submitter,
+        idempotency: str | None,
+        *,
+        seed: int | None = None,
+        callback_url: str | None = None,
+    ) -> Stored:
         """Stores a queued submission, or finds the one an earlier try with the same idempotency key made.
+        Its seed (grading/seeds.py) is drawn here, unless given (an admin reproducing a verdict).
         Synchronous on purpose: within one process, two requests cannot interleave between the rate check
         and the insert. Raises Refused (rate limit, queue full, a key reused with another body)."""
         with self.db.session() as session:
@@ -79,6 +92,7 @@ class Intake:
             )
             if replayed is None:
                 self._check_limits(session, submitter)
+                fields = {"seed": seed if seed is not None else self.seeds.draw(problem), "callback_url": callback_url}
                 if idempotency is None:
                     submission = crud.create_submission(
                         session,
@@ -86,6 +100,7 @@ class Intake:
                         problem_version=problem.version,
                         source=source,
                         api_key_hash=submitter.key_hash,
+                        **fields,  # type: ignore[arg-type]
                     )
                 else:
                     try:
@@ -96,6 +111,7 @@ class Intake:
                             source=source,
                             api_key_hash=submitter.key_hash,
                             idempotency_key=idempotency,
+                            **fields,
                         )
                     except LookupError:
                         raise Refused(409, "a request with this Idempotency-Key was refused; retry") from None
@@ -131,9 +147,12 @@ class Intake:
             raise Refused(429, QUEUE_FULL, reason="queue_full", headers={"Retry-After": "5"}) from None
         self.metrics.submissions_created.inc()
 
-    def read(self, submission_id: str) -> SubmissionPublic | None:
+    def read(self, submission_id: str, *, with_seed: bool = False) -> SubmissionPublic | None:
+        """The public view; `with_seed` adds the seed (for the admin)."""
         view = read_submission(self.db, self.registry, submission_id)
-        return view.public if view is not None else None
+        if view is None:
+            return None
+        return view.public.model_copy(update={"seed": view.seed}) if with_seed else view.public
 
     async def wait(
         self,

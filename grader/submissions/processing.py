@@ -34,6 +34,7 @@ class Processor:
         leases: Leases,
         metrics: Metrics,
         refresh_problems: Callable[[], None],
+        after_verdict: Callable[[str], None] = lambda submission_id: None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -43,6 +44,7 @@ class Processor:
         self.leases = leases
         self.metrics = metrics
         self.refresh_problems = refresh_problems
+        self.after_verdict = after_verdict  # the webhook's delivery, for one
 
     def process(self, submission_id: str) -> None:
         """Grades one stored submission and stores its verdict. Does nothing for a submission that is
@@ -59,6 +61,7 @@ class Processor:
             # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
             # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
+            seed = submission.seed
             submitted_version, created_at = submission.problem_version, submission.created_at
         self.leases.hold(submission_id, attempt)
         started = time.monotonic()
@@ -67,7 +70,7 @@ class Processor:
                 self.metrics.queue_wait_seconds.observe(max(0.0, _seconds_since(created_at)))
             self.notifier.notify(submission_id)
             problem = self._problem(problem_id, submitted_version)
-            verdict = self._grade(submission_id, problem, problem_id, source)
+            verdict = self._grade(submission_id, problem, problem_id, source, seed)
             verdict = self._store(submission_id, verdict, problem, attempt)
         finally:
             self.leases.release(submission_id)
@@ -76,6 +79,10 @@ class Processor:
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
         self.notifier.notify(submission_id)
+        try:
+            self.after_verdict(submission_id)
+        except Exception:  # a delivery is retried by its own loop; grading is done
+            log.exception("starting the delivery of %s failed", submission_id)
 
     def _problem(self, problem_id: str, submitted_version: str) -> LoadedProblem | None:
         problem = self.registry.get(problem_id)
@@ -85,12 +92,14 @@ class Processor:
             problem = self.registry.get(problem_id)
         return problem
 
-    def _grade(self, submission_id: str, problem: LoadedProblem | None, problem_id: str, source: str) -> Verdict:
+    def _grade(
+        self, submission_id: str, problem: LoadedProblem | None, problem_id: str, source: str, seed: int | None
+    ) -> Verdict:
         if problem is None:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"problem {problem_id!r} no longer exists")
         landed = ProgressWriter(self.db, self.notifier, submission_id)
         try:
-            return self.grader.grade_submission(problem, source, on_test=landed)
+            return self.grader.grade_submission(problem, source, on_test=landed, seed=seed)
         finally:
             landed.close()
 

@@ -37,6 +37,13 @@ class TestPublic(BaseModel):
     output: str | None = Field(None, description="what the submission printed during the test (visible tests)")
 
 
+class WebhookPublic(BaseModel):
+    url: str
+    status: str = Field(description="pending, delivered, or failed (retries ran out)")
+    attempts: int
+    error: str | None = None
+
+
 class SubmissionPublic(BaseModel):
     id: str
     problem_id: str
@@ -50,6 +57,8 @@ class SubmissionPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    seed: int | None = Field(None, description="what the hidden tests' inputs were drawn from; shown to the admin only")
+    webhook: WebhookPublic | None = Field(None, description="the delivery of the verdict to callback_url")
     tests: list[TestPublic]
 
 
@@ -88,6 +97,14 @@ def public_submission(
         created_at=submission.created_at,
         started_at=submission.started_at,
         finished_at=submission.finished_at,
+        webhook=WebhookPublic(
+            url=submission.callback_url,
+            status=submission.webhook_status or "pending",
+            attempts=submission.webhook_attempts or 0,
+            error=submission.webhook_error,
+        )
+        if submission.callback_url
+        else None,
         tests=public_tests(results, problem),
     )
 
@@ -100,6 +117,7 @@ class SubmissionView:
     public: SubmissionPublic
     source: str
     problem: LoadedProblem | None
+    seed: int | None = None
 
     @property
     def tests_total(self) -> int | None:
@@ -113,4 +131,4 @@ def read_submission(db: Database, registry: Registry, submission_id: str) -> Sub
             return None
         problem = registry.get(submission.problem_id)
         public = public_submission(submission, crud.submission_tests(submission), problem)
-        return SubmissionView(public=public, source=submission.source, problem=problem)
+        return SubmissionView(public=public, source=submission.source, problem=problem, seed=submission.seed)

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from grader.app import create_app
 from grader.components import Components, build
 from grader.config import Settings
-from grader.storage import crud
+from grader.storage import problem_data
 
 TOKEN = "unit-test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/yaml"}
@@ -227,10 +227,10 @@ def test_a_poll_picks_up_added_edited_and_removed_files(service: Components, pro
 def test_a_poll_picks_up_uploads_stored_by_another_process(service: Components, problem_yaml, mutate) -> None:
     text = mutate(problem_yaml, "id: tiny-problem", "id: from-elsewhere")
     with service.db.session() as session:
-        crud.save_uploaded_problem(session, problem_id="from-elsewhere", version="v", text=text)
+        problem_data.save_uploaded_problem(session, problem_id="from-elsewhere", version="v", text=text)
     assert service.watcher.poll() is True
     assert service.registry.get("from-elsewhere").uploaded  # type: ignore[union-attr]
     with service.db.session() as session:
-        crud.delete_uploaded_problem(session, problem_id="from-elsewhere")
+        problem_data.delete_uploaded_problem(session, problem_id="from-elsewhere")
     service.watcher.poll()
     assert service.registry.get("from-elsewhere") is None

@@ -27,6 +27,7 @@ from grader.sandboxes.values import Tensor
 SOURCE = "tiny.yaml"
 STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]
 Outputs = Callable[[int], list[Any]]  # call number (0-based, per module) -> one value per test
+CURRENT_JOB: list[Any] = [None]  # the job being answered: a script can look at its tests' seeds
 
 
 # -- a scripted sandbox -------------------------------------------------------------------------------
@@ -60,6 +61,7 @@ class ScriptedSandbox:
         source = job.source
         number = self.calls.get(source, 0)
         self.calls[source] = number + 1
+        CURRENT_JOB[0] = job
         outputs = self.script[source](number)
         if isinstance(outputs, LoadHeader):
             return JobOutcome(load=outputs)
@@ -429,3 +431,58 @@ def test_a_module_that_kills_the_sandbox_every_time_is_blamed(settings, tiny, pr
     report, _ = harness.check(problem_yaml)
     assert step(report, "pitfalls").details == ["identity: fails 2 of 2 tests (1-2); first: test 1 'first', error"]
     assert all(sandbox.removed for sandbox in harness.started), "a lost container is never handed out again"
+
+
+# -- seeds -------------------------------------------------------------------------------------------------
+def fresh_problem(problem_yaml: str, mutate) -> str:  # type: ignore[no-untyped-def]
+    """The tiny problem with its hidden test on fresh inputs."""
+    return mutate(problem_yaml, "    seed: fixed\n", "")
+
+
+def second_seed() -> int:
+    return int(CURRENT_JOB[0].tests[1].seed)
+
+
+def test_a_problem_with_fresh_inputs_is_checked_under_three_seeds(
+    settings, tiny, problem_yaml, make_body, mutate
+) -> None:
+    problem, script = tiny
+    seeds: set[int] = set()
+    reference = script[problem.reference]
+    script[problem.reference] = lambda n: (seeds.add(second_seed()), reference(n))[1]
+    harness = Harness(settings, script, make_body)
+    report, _ = harness.check(fresh_problem(problem_yaml, mutate))
+    assert report.ok, report.errors
+    assert len(seeds) == 3, "the hidden test's seed differs from one round to the next"
+    assert harness.calls[problem.reference] == 6, "twice under each seed"
+    assert step(report, "pitfalls").summary.endswith("(under 3 seeds)")
+
+
+def test_a_pitfall_that_passes_under_some_seed_fails_the_check(settings, tiny, problem_yaml, make_body, mutate) -> None:
+    """A test that does not catch its mistake on every draw: under one seed the pitfall is right."""
+    problem, script = tiny
+    unlucky = {"seed": None}
+
+    def pitfall(n: int) -> list[Any]:
+        if unlucky["seed"] is None and n == 1:  # the second round's draw is the one where it passes
+            unlucky["seed"] = second_seed()
+        if second_seed() == unlucky["seed"]:
+            return [{"out": f32(2, 2, 2)}, {"out": f32(0, 0)}]
+        return [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}]
+
+    script[problem.pitfalls[0].code] = pitfall
+    harness = Harness(settings, script, make_body)
+    report, _ = harness.check(fresh_problem(problem_yaml, mutate))
+    pitfalls = step(report, "pitfalls")
+    assert pitfalls.status == StepStatus.FAILED
+    assert any("passes every test" in error and "(seed " in error for error in pitfalls.errors), pitfalls.errors
+
+
+def test_a_reference_that_is_not_deterministic_for_a_seed_fails(
+    settings, tiny, problem_yaml, make_body, mutate
+) -> None:
+    problem, script = tiny
+    script[problem.reference] = lambda n: [{"out": f32(2, 2, 2)}, {"out": f32(0, n)}]
+    harness = Harness(settings, script, make_body)
+    report, _ = harness.check(fresh_problem(problem_yaml, mutate))
+    assert step(report, "deterministic").status == StepStatus.FAILED

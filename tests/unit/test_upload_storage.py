@@ -8,7 +8,7 @@ import pytest
 
 from grader.grading import verdict as v
 from grader.grading.verdict import Status, Verdict
-from grader.storage import crud
+from grader.storage import crud, problem_data
 from grader.storage.db import Database
 
 
@@ -26,19 +26,19 @@ def accepted() -> Verdict:
 
 def test_uploads_are_saved_replaced_listed_and_deleted(db: Database) -> None:
     with db.session() as session:
-        assert crud.save_uploaded_problem(session, problem_id="a", version="v1", text="id: a\n") is True
-        assert crud.save_uploaded_problem(session, problem_id="b", version="v1", text="id: b\n") is True
-        assert crud.save_uploaded_problem(session, problem_id="a", version="v2", text="id: a # 2\n") is False
+        assert problem_data.save_uploaded_problem(session, problem_id="a", version="v1", text="id: a\n") is True
+        assert problem_data.save_uploaded_problem(session, problem_id="b", version="v1", text="id: b\n") is True
+        assert problem_data.save_uploaded_problem(session, problem_id="a", version="v2", text="id: a # 2\n") is False
     with db.session() as session:
-        assert [(row.id, row.version, row.text) for row in crud.list_uploaded_problems(session)] == [
+        assert [(row.id, row.version, row.text) for row in problem_data.list_uploaded_problems(session)] == [
             ("a", "v2", "id: a # 2\n"),
             ("b", "v1", "id: b\n"),
         ]
-        assert crud.uploaded_problem_versions(session) == {"a": "v2", "b": "v1"}
-        assert crud.delete_uploaded_problem(session, problem_id="a") is True
-        assert crud.delete_uploaded_problem(session, problem_id="a") is False
-        assert crud.get_uploaded_problem(session, problem_id="a") is None
-        assert crud.uploaded_problem_versions(session) == {"b": "v1"}
+        assert problem_data.uploaded_problem_versions(session) == {"a": "v2", "b": "v1"}
+        assert problem_data.delete_uploaded_problem(session, problem_id="a") is True
+        assert problem_data.delete_uploaded_problem(session, problem_id="a") is False
+        assert problem_data.get_uploaded_problem(session, problem_id="a") is None
+        assert problem_data.uploaded_problem_versions(session) == {"b": "v1"}
 
 
 def test_requeue_resets_every_submission_of_the_problem(db: Database) -> None:

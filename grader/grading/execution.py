@@ -16,6 +16,7 @@ from typing import Any
 
 from grader.config import Settings
 from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.seeds import per_test_seeds
 from grader.sandboxes.container import LOADING, SandboxContainer, SandboxLost
 from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, LoadHeader, Outcome, TestHeader
 from grader.sandboxes.values import MalformedValue, decode_value
@@ -108,17 +109,16 @@ class Sticky:
             self.container = None
 
 
-def build_job(problem: ProblemSpec, source: str, settings: Settings, seeds: list[int] | None = None) -> JobSpec:
+def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int | None = None) -> JobSpec:
+    """The job for one module: every test with its seed (grading/seeds.py) under the submission's seed."""
+    seeds = per_test_seeds(problem, seed)
     return JobSpec(
         source=source,
         entry_points=list(problem.entry_points),
         limits=JobLimits(
             time_s=problem.limits.time_s, memory_mb=problem.limits.memory_mb, output_kb=problem.limits.output_kb
         ),
-        tests=[
-            JobTest(code=test.code, seed=seeds[index] if seeds is not None else index)
-            for index, test in enumerate(problem.tests)
-        ],
+        tests=[JobTest(code=test.code, seed=test_seed) for test, test_seed in zip(problem.tests, seeds, strict=True)],
         max_result_bytes=settings.max_result_bytes,
         load_time_s=settings.load_time_s,
     )
@@ -143,12 +143,17 @@ OnTest = Callable[[int, int, TestRun], None]  # (attempt, test index, its run)
 
 
 def run_module(
-    sandboxes: Sandboxes, problem: ProblemSpec, source: str, settings: Settings, on_test: OnTest | None = None
+    sandboxes: Sandboxes,
+    problem: ProblemSpec,
+    source: str,
+    settings: Settings,
+    on_test: OnTest | None = None,
+    seed: int | None = None,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
     can be had. on_test hears each test as it lands, with the attempt it belongs to (a second
     container starts the tests again)."""
-    job = build_job(problem, source, settings)
+    job = build_job(problem, source, settings, seed)
     lost: list[SandboxLost] = []
     tests: dict[int, TestRun] = {}
     for attempt in range(CONTAINERS_PER_MODULE):

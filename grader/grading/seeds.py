@@ -1,0 +1,139 @@
+"""Seeds: what a test's randomness is drawn from. A test on fixed inputs is seeded with its position, as
+an author wrote it; a test on fresh inputs (every hidden test, by default) with a number derived from
+the submission's own seed, which the judge picks, records on the verdict and never shows. Hidden inputs
+thus differ from one submission to the next while each test's structure (shapes, edge cases) stays
+what its author wrote, and a solution that recognises the inputs it once saw gains nothing.
+
+Expected outputs are computed per seed (expected.py). Computing them costs a reference run, so by
+default the judge keeps a small pool of seeds per problem version whose outputs are ready, each used a
+few times and replaced in the background (SeedPool); GRADER_SEEDS=fresh draws a new seed for every
+submission (its reference run on the grading path), and =fixed one seed for all (as if every test
+were fixed: the baseline of `make bench`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+
+from grader.config import Settings
+from grader.grading.model import ProblemSpec
+
+log = logging.getLogger(__name__)
+
+MAX_SEED = 2**63 - 1
+FIXED_SEED = 0  # the seed of every submission under GRADER_SEEDS=fixed
+
+
+def new_seed() -> int:
+    return secrets.randbits(63)
+
+
+def derive(seed: int, index: int) -> int:
+    """Test `index`'s seed under submission seed `seed`: unrelated to its neighbours', in [0, 2**63)."""
+    digest = hashlib.sha256(f"torchjudge:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & MAX_SEED
+
+
+def draws_fresh(problem: ProblemSpec) -> bool:
+    return any(test.seed == "fresh" for test in problem.tests)
+
+
+def per_test_seeds(problem: ProblemSpec, seed: int | None) -> list[int]:
+    """Each test's seed: its position when fixed, derived from the submission's seed when fresh."""
+    return [
+        derive(seed, index) if test.seed == "fresh" and seed is not None else index
+        for index, test in enumerate(problem.tests)
+    ]
+
+
+def seed_key(problem: ProblemSpec, seed: int | None) -> str:
+    """What expected outputs depend on: the seed, unless no test draws fresh inputs."""
+    return f"seed-{seed}" if draws_fresh(problem) and seed is not None else "fixed"
+
+
+class SeedPool:
+    """Seeds whose expected outputs are ready, per problem version. draw() takes one (a use of it);
+    a seed used `seed_uses` times is retired; a background thread keeps `seed_pool_size` ready, one
+    reference run at a time. With nothing ready, draw() gives a new seed, whose outputs the caller's
+    grading then computes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        prepare: Callable[[ProblemSpec, int], None],
+        problems: Callable[[], Sequence[ProblemSpec]],
+    ) -> None:
+        self.settings = settings
+        self.prepare = prepare  # computes (and caches) the expected outputs of a problem under a seed
+        self.problems = problems
+        self._ready: dict[str, list[list[int]]] = {}  # "id:version" -> [[seed, uses left], ...]
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def draw(self, problem: ProblemSpec) -> int | None:
+        """The seed for a new submission of `problem` (None when no test draws fresh inputs)."""
+        if not draws_fresh(problem):
+            return None
+        mode = self.settings.seeds
+        if mode == "fixed":
+            return FIXED_SEED
+        if mode == "fresh":
+            return new_seed()
+        with self._lock:
+            ready = self._ready.get(_key(problem), [])
+            entry = random.choice(ready) if ready else None
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    ready.remove(entry)
+        self._wake.set()
+        return entry[0] if entry is not None else new_seed()
+
+    def ready_count(self, problem: ProblemSpec) -> int:
+        with self._lock:
+            return len(self._ready.get(_key(problem), []))
+
+    def start(self) -> None:
+        if self.settings.seeds == "pool":
+            self._thread = threading.Thread(target=self._refill, name="seed-pool", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _refill(self) -> None:
+        while not self._stopping.is_set():
+            worked = False
+            for problem in self.problems():
+                if self._stopping.is_set():
+                    return
+                if draws_fresh(problem) and self.ready_count(problem) < self.settings.seed_pool_size:
+                    worked |= self._add_one(problem)
+            if not worked:
+                self._wake.wait(5.0)
+                self._wake.clear()
+
+    def _add_one(self, problem: ProblemSpec) -> bool:
+        seed = new_seed()
+        try:
+            self.prepare(problem, seed)
+        except Exception as exc:  # reported to whoever grades with it; the pool tries a new seed later
+            log.warning("expected outputs of %s under a new seed unavailable: %s", problem.id, exc)
+            return False
+        with self._lock:
+            self._ready.setdefault(_key(problem), []).append([seed, self.settings.seed_uses])
+        return True
+
+
+def _key(problem: ProblemSpec) -> str:
+    return f"{problem.id}:{problem.version}"

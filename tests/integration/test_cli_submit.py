@@ -1,0 +1,100 @@
+"""`grader submit` and `grader problems list|show`, run as a learner runs them: the installed command,
+in a process of its own, against the real service served by uvicorn on a port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from grader.components import build
+from grader.config import REPO_ROOT
+from grader.problems.registry import parse_problem
+from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
+
+pytestmark = pytest.mark.docker
+
+GRADER = REPO_ROOT / ".venv" / "bin" / "grader"
+EMBEDDING = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml")
+UNSCALED = next(p.code for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from grader.app import create_app
+
+    settings = make_settings(tmp_path_factory.mktemp("cli"))
+    components = build(settings)
+    components.start()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, components=components), port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    try:
+        wait_until_ready(components)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        components.stop()
+
+
+def grader(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(GRADER), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_an_accepted_submission_exits_0_and_shows_each_test(url: str, tmp_path: Path) -> None:
+    solution = tmp_path / "solution.py"
+    solution.write_text(EMBEDDING.reference)
+    done = grader("submit", str(solution), "--problem", "embedding-layer", "--url", url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "accepted  score 1.000" in done.stdout
+    assert done.stdout.count("  ok  ") == len(EMBEDDING.tests), done.stdout
+    assert "hidden test 1" in done.stdout
+
+
+def test_a_wrong_submission_exits_1_with_expected_against_got_and_the_hint(url: str, tmp_path: Path) -> None:
+    solution = tmp_path / "solution.py"
+    solution.write_text(UNSCALED)
+    done = grader("submit", str(solution), "--problem", "embedding-layer", "--url", url)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "wrong_answer" in done.stdout and "hint: " in done.stdout
+    assert "first failing visible test:" in done.stdout
+    assert "expected: " in done.stdout and "got: " in done.stdout and "max_abs_error" in done.stdout
+
+
+def test_run_runs_the_visible_tests_without_submitting(url: str, tmp_path: Path) -> None:
+    solution = tmp_path / "solution.py"
+    solution.write_text(UNSCALED)
+    done = grader("submit", str(solution), "--problem", "embedding-layer", "--url", url, "--run", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert '"status": "wrong_answer"' in done.stdout and '"expected"' in done.stdout
+
+
+def test_usage_and_connection_errors_exit_2(url: str, tmp_path: Path) -> None:
+    solution = tmp_path / "solution.py"
+    solution.write_text(EMBEDDING.reference)
+    assert grader("submit", str(solution)).returncode == 2, "no --problem"
+    assert grader("submit", str(tmp_path / "missing.py"), "--problem", "embedding-layer", "--url", url).returncode == 2
+    unknown = grader("submit", str(solution), "--problem", "no-such-problem", "--url", url)
+    assert unknown.returncode == 2 and "404" in unknown.stderr
+    nobody = grader("submit", str(solution), "--problem", "embedding-layer", "--url", "http://127.0.0.1:9")
+    assert nobody.returncode == 2 and "cannot reach" in nobody.stderr
+
+
+def test_problems_list_and_show(url: str) -> None:
+    listing = grader("problems", "list", "--url", url)
+    assert listing.returncode == 0 and "embedding-layer" in listing.stdout
+    shown = grader("problems", "show", "embedding-layer", "--url", url)
+    assert shown.returncode == 0 and "entry points: create_embedding_layer, embed_tokens" in shown.stdout
+    assert "--- starter code ---" in shown.stdout
