@@ -74,16 +74,17 @@ def check_seeds(problem: ProblemSpec) -> list[int | None]:
 
 
 def merge_steps(steps: list[CheckStep], seeds: list[int | None]) -> CheckStep:
-    """One step from its runs under several seeds: failed if any failed; errors and warnings of every
-    seed, each saying which seed it was under when there are several; details of the first."""
+    """One step from its runs under several seeds: failed if any failed; an error or warning found under
+    every seed is listed once, any other says which seed it was found under; details of the first."""
     if len(steps) == 1:
         return steps[0]
     merged = steps[0].model_copy(deep=True)
     merged.errors, merged.warnings = [], []
-    everywhere = set.intersection(*(set(step.warnings) for step in steps))
+    everywhere = set.intersection(*(set(step.errors) | set(step.warnings) for step in steps))
+    merged.errors = [error for error in steps[0].errors if error in everywhere]
     merged.warnings = [warning for warning in steps[0].warnings if warning in everywhere]
     for step, seed in zip(steps, seeds, strict=True):
-        merged.errors += [f"{error} (seed {seed})" for error in step.errors]
+        merged.errors += [f"{error} (seed {seed})" for error in step.errors if error not in everywhere]
         merged.warnings += [f"{warning} (seed {seed})" for warning in step.warnings if warning not in everywhere]
         merged.seconds = round(merged.seconds + (step.seconds if step is not steps[0] else 0), 3)
     failed = [step for step in steps if step.status == StepStatus.FAILED]

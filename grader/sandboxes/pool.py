@@ -27,6 +27,19 @@ log = logging.getLogger(__name__)
 # A container handed out is due back this long after its job's own bound.
 RETURN_SLACK_S = 30.0
 WATCHDOG_INTERVAL_S = 1.0
+CONNECT_RETRY_S = 2.0
+
+
+def _remove_leftover(container: docker.models.containers.Container) -> None:
+    """A previous run's container, removed; one already gone or being removed (auto-removal after its
+    grader died) is no error."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: its removal is already in progress
+            raise
 
 
 class SandboxPool:
@@ -61,7 +74,14 @@ class SandboxPool:
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Connects to the engine, removes containers a previous run left, and starts warming."""
+        """Connects to the engine, removes containers a previous run left, and starts warming. If the engine
+        or the image cannot be had yet, tries again in the background until it can (or the pool closes)."""
+        if not self._connect():
+            threading.Thread(target=self._connect_later, name="sandbox-connect", daemon=True).start()
+            return
+        self._begin()
+
+    def _connect(self) -> bool:
         try:
             if self.client is None:
                 from grader.sandboxes.container import docker_client
@@ -69,11 +89,26 @@ class SandboxPool:
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id
             for old in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.owner}"}):
-                old.remove(force=True)
+                _remove_leftover(old)
         except docker.errors.DockerException as exc:
+            self.image_id = None
             self.last_error = f"Docker engine or sandbox image unavailable: {exc}"
             log.error(self.last_error)
-            return
+            return False
+        self.last_error = None
+        return True
+
+    def _connect_later(self) -> None:
+        while True:
+            time.sleep(CONNECT_RETRY_S)
+            with self._lock:
+                if self._closed:
+                    return
+            if self._connect():
+                self._begin()
+                return
+
+    def _begin(self) -> None:
         if self.size and self.keep_image and self.settings.sandbox_prewarm:
             # Every page of the image resident in the host's memory before any sandbox starts (prewarm.py).
             self._keeper = keep_image_resident(self.client, self.settings)
