@@ -78,6 +78,16 @@ def test_run_on_ones_own_test_shows_expected_against_got(page: Any) -> None:
     # The problem page with the Run box showing a result: no accessibility violation.
     assert_accessible(page, "the problem page with a run's result")
 
+    # Output past 4 KiB arrives cut, with the mark the server put on it, in a block that scrolls and that
+    # the keyboard can reach.
+    run_from_page(page, FORGOT_SCALING, 'print("y" * 6000)\nreturn {"n": 1}')
+    assert result.get_attribute("data-status") == "accepted"
+    printed = result.get_by_role("group", name="Printed output of your test 1")
+    text = printed.inner_text()
+    assert text.startswith("yyyy") and text.endswith("(truncated)") and len(text) < 4200
+    assert printed.evaluate("pre => pre.scrollHeight > pre.clientHeight") and printed.get_attribute("tabindex") == "0"
+    assert_accessible(page, "the problem page with a run's long output")
+
     # A test body that does not compile: its own error, with its line.
     run_from_page(page, FORGOT_SCALING, "x = (\nreturn 1")
     assert result.get_attribute("data-status") == "compile_error"

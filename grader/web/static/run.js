@@ -222,10 +222,11 @@ function renderTest(test, index) {
   head.append(element("span", "run-test-name", name), badge("test", status));
   if (typeof test.time_ms === "number") head.append(element("span", "run-test-time muted small", formatMs(test.time_ms)));
   item.append(head);
-  if (status !== "passed" && test.message) {
+  // As in the report: a failed comparison's details say what its message says, and more.
+  if (status !== "passed" && isObject(test.details)) item.append(comparison(test.details));
+  else if (status !== "passed" && test.message) {
     item.append(element("p", "run-test-message", `${test.message}${lineNote(test)}`));
   }
-  if (status !== "passed" && isObject(test.details)) item.append(comparison(test.details));
   const values = returned({ ...test, name });
   if (values) item.append(values);
   if (test.traceback) {
