@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from grader.problems.registry import EffectiveLimits, LoadedProblem
 
@@ -30,6 +30,11 @@ class ProblemPublic(ProblemSummary):
     limits: EffectiveLimits
     visible_tests: list[VisibleTest]
     hidden_tests: int
+    runs: str = Field(
+        "all",
+        description="what POST /api/runs may run: the visible tests and one's own test bodies (all), "
+        "or the visible tests only (visible-only)",
+    )
 
 
 def problem_summary(problem: LoadedProblem) -> ProblemSummary:
@@ -55,4 +60,5 @@ def problem_public(problem: LoadedProblem) -> ProblemPublic:
         limits=problem.limits,
         visible_tests=[VisibleTest(name=t.name, code=t.code, weight=t.weight) for t in p.tests if t.visible],
         hidden_tests=sum(1 for t in p.tests if not t.visible),
+        runs=p.runs,
     )

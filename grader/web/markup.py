@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -57,16 +57,30 @@ _MD = _markdown()
 
 # Punctuation right after inline math moves inside its (nowrap) span, so a line never starts with "." or ",".
 _MATH_THEN_PUNCTUATION = re.compile(r"(</math>)</span>([.,;:!?)\]]+)")
+# Blocks that scroll sideways when wider than the page: reachable with the keyboard (a tab stop) and named,
+# so that keyboard users can scroll them too (WCAG 2.1.1).
+_DISPLAY_MATH = re.compile(r'<div class="math (block|inline)">')
+_CODE_BLOCK = re.compile(r"<pre>(?=<code)")
+
+
+def scrollable(label: str) -> str:
+    """The attributes of a block that may scroll: a tab stop with an accessible name."""
+    return f'tabindex="0" role="group" aria-label="{escape(label)}"'
 
 
 @lru_cache(maxsize=256)
 def render_markdown(text: str) -> Markup:
     """Statement Markdown as safe HTML (cached: a statement changes only with its problem's version)."""
-    return Markup(_MATH_THEN_PUNCTUATION.sub(r"\1\2</span>", _MD.render(text)))
+    html = _MATH_THEN_PUNCTUATION.sub(r"\1\2</span>", _MD.render(text))
+    html = _DISPLAY_MATH.sub(lambda m: f'<div class="math {m[1]}" {scrollable("Equation")}>', html)
+    return Markup(_CODE_BLOCK.sub(f"<pre {scrollable('Code example')}>", html))
 
 
-def highlight_python(code: str, *, highlight_line: int | None = None, line_numbers: bool = False) -> Markup:
-    """Python source as highlighted HTML in a <pre>; optionally numbered, with one line marked."""
+def highlight_python(
+    code: str, *, label: str = "Code", highlight_line: int | None = None, line_numbers: bool = False
+) -> Markup:
+    """Python source as highlighted HTML in a <pre> (a tab stop named `label`, for it may scroll);
+    optionally numbered, with one line marked."""
     formatter = HtmlFormatter(
         cssclass="highlight",
         linenos="table" if line_numbers else False,
@@ -76,5 +90,7 @@ def highlight_python(code: str, *, highlight_line: int | None = None, line_numbe
         wrapcode=True,
     )
     if not code.strip():
-        return Markup('<div class="highlight"><pre><code></code></pre></div>')
-    return Markup(highlight(code, PythonLexer(stripnl=False, ensurenl=True), formatter))
+        return Markup(f'<div class="highlight"><pre {scrollable(label)}><code></code></pre></div>')
+    html = highlight(code, PythonLexer(stripnl=False, ensurenl=True), formatter)
+    # The code's own <pre> (not the line numbers' one) starts with Pygments' empty span, then <code>.
+    return Markup(html.replace("<pre><span></span><code>", f"<pre {scrollable(label)}><span></span><code>", 1))

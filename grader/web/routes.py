@@ -109,7 +109,10 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
         "title": public.title,
         "problem": public,
         "statement_html": render_markdown(public.statement),
-        "visible_tests": [(test, highlight_python(test.code)) for test in public.visible_tests],
+        "visible_tests": [
+            (test, highlight_python(test.code, label=f"Code of test {number}: {test.name}"))
+            for number, test in enumerate(public.visible_tests, start=1)
+        ],
     }
 
 
@@ -152,7 +155,7 @@ def submission_page(submission_id: str, request: Request, components: Components
             for row in rows
             if row.has_details
         },
-        "source_html": highlight_python(source, highlight_line=error_line, line_numbers=True),
+        "source_html": highlight_python(source, label="Your code", highlight_line=error_line, line_numbers=True),
         "error_line": error_line,
     }
     return _page(request, "submission.html", context)

@@ -46,3 +46,32 @@ def embed_tokens(embedding, tokens, d_model):
             pass
     return embedding(tokens) * math.sqrt(d_model)
 """
+
+# Correct, and prints: at import (which goes to the first test's output) and in every call, markup included.
+PRINTS = """\
+import math
+import torch.nn as nn
+
+print("<img src=x onerror=alert(3)> loaded")
+
+def create_embedding_layer(vocab_size, d_model):
+    return nn.Embedding(vocab_size, d_model)
+
+def embed_tokens(embedding, tokens, d_model):
+    print("embedding tokens of shape", tuple(tokens.shape))
+    return embedding(tokens) * math.sqrt(d_model)
+"""
+
+# Prints in every test; three hidden tests hang into their limit, so the visible tests' results (and what
+# they printed) land while the submission is still running.
+PRINTS_SLOWLY = PRINTS.replace(
+    '    print("embedding tokens',
+    '    if d_model in (1, 7, 64):\n        while True:\n            pass\n    print("embedding tokens',
+)
+
+# One's own test, in the form of a problem test's code.
+OWN_TEST = """\
+layer = create_embedding_layer(7, 4)
+print("my test ran")
+return {"out": embed_tokens(layer, torch.tensor([1, 2]), 4)}
+"""

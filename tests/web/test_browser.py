@@ -40,7 +40,7 @@ def test_read_submit_wrong_then_right(page: Any, browser_log: BrowserLog) -> Non
     assert page.locator("article.statement math").count() > 20
     box = page.locator("article.statement math").first.bounding_box()
     assert box is not None and box["width"] > 0 and box["height"] > 0
-    assert page.locator(".editor.is-enhanced").count() == 1  # the editor script ran
+    assert page.locator(".editor.is-enhanced:has(#source)").count() == 1  # the editor script ran
     assert "def embed_tokens" in editor_state(page)["value"]  # the starter code
     screenshot(page, "problem")
 
@@ -188,16 +188,18 @@ def test_editor_indentation(page: Any) -> None:
     assert editor_state(page)["value"] == "    a = 1\n    b = 2\nc = 3\n"
     # The highlighted overlay mirrors the text exactly (it is redrawn on the next animation frame).
     page.wait_for_function(
-        "() => document.querySelector('.editor-highlight code').textContent"
+        "() => document.querySelector('.editor:has(#source) .editor-highlight code').textContent"
         " === document.getElementById('source').value + '\\n'"
     )
-    assert page.locator(".editor-highlight .m").count() == 3  # 1, 2 and 3
+    assert page.locator(".editor:has(#source) .editor-highlight .m").count() == 3  # 1, 2 and 3
     page.fill("#source", "def f():\n    return None  # done\n")
-    page.wait_for_function("() => document.querySelector('.editor-gutter').textContent === '1\\n2\\n3\\n'")
-    assert page.locator(".editor-highlight .k").count() == 2  # def, return
-    assert page.locator(".editor-highlight .kc").inner_text() == "None"
-    assert page.locator(".editor-highlight .c1").inner_text() == "# done"
-    assert page.locator(".editor-gutter").inner_text().split() == ["1", "2", "3"]
+    page.wait_for_function(
+        "() => document.querySelector('.editor:has(#source) .editor-gutter').textContent === '1\\n2\\n3\\n'"
+    )
+    assert page.locator(".editor:has(#source) .editor-highlight .k").count() == 2  # def, return
+    assert page.locator(".editor:has(#source) .editor-highlight .kc").inner_text() == "None"
+    assert page.locator(".editor:has(#source) .editor-highlight .c1").inner_text() == "# done"
+    assert page.locator(".editor:has(#source) .editor-gutter").inner_text().split() == ["1", "2", "3"]
 
 
 def test_reset_restores_the_starter_code(page: Any) -> None:

@@ -99,7 +99,9 @@ def test_inline_and_display_math_and_dollars_that_are_not_math() -> None:
     html = str(render_markdown("Inline $x^2$, display:\n\n$$\\sum_i x_i$$\n\nIt costs $5 and $6."))
     assert html.count("<math") == 2
     assert '<span class="math inline"><math' in html
-    assert re.search(r'<div class="math block">\s*<math xmlns="[^"]+" display="block">', html)
+    # A display formula may scroll sideways: a tab stop with a name, so the keyboard can scroll it.
+    block = r'<div class="math block" tabindex="0" role="group" aria-label="Equation">\s*<math [^>]*display="block">'
+    assert re.search(block, html)
     assert "It costs $5 and $6." in html
     assert "</math>,</span>" in html  # the comma stays on the formula's line
 
@@ -110,6 +112,7 @@ def test_code_fences_are_highlighted_with_classes_and_tables_scroll() -> None:
     assert "&lt;b&gt;" in html and "<b>" not in html
     assert 'style="' not in html
     assert '<div class="table-scroll" tabindex="0"><table>' in html
+    assert '<pre tabindex="0" role="group" aria-label="Code example"><code class="language-python">' in html
 
 
 def test_unknown_fence_language_is_escaped_text() -> None:
@@ -122,6 +125,11 @@ def test_source_listing_numbers_lines_and_marks_one() -> None:
     assert '<a id="L-2" name="L-2"></a><span class="hll">' in html
     assert html.count('<span class="normal">') == 3
     assert "&lt;x&gt;" in html
+    # The code's block (not the line numbers') is a tab stop named as asked: it scrolls when lines are long.
+    assert html.count("<pre") == 2 and html.count('tabindex="0"') == 1
+    assert '<pre tabindex="0" role="group" aria-label="Code"><span></span><code>' in html
+    named = str(highlight_python("x = 1\n", label='Test "1" <a>'))
+    assert '<pre tabindex="0" role="group" aria-label="Test &#34;1&#34; &lt;a&gt;">' in named
 
 
 # -- report pieces ------------------------------------------------------------------------------------------

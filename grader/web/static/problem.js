@@ -1,8 +1,10 @@
 // The problem page: the editor (with a draft kept per problem in this browser), the Submit button that
-// POSTs JSON to /api/submissions and goes to the live report, and this browser's submissions.
+// POSTs JSON to /api/submissions and goes to the live report, the Run button and one's own test (run.js),
+// and this browser's submissions.
 
 import { recordSubmission, renderBrowserState } from "./common.js";
 import { Editor } from "./editor.js";
+import { refusal, renderRun } from "./run.js";
 
 const form = document.getElementById("submit-form");
 const textarea = document.getElementById("source");
@@ -123,5 +125,62 @@ async function submit(event) {
   window.location.assign(`/submissions/${encodeURIComponent(body.id)}`);
 }
 
+// -- Run: the visible tests, or one's own test, with expected against got under the editor -------------
+const runButton = document.getElementById("run-button");
+const runError = document.getElementById("run-error");
+const runResult = document.getElementById("run-result");
+const runAnnouncer = document.getElementById("run-announcer");
+const customArea = document.getElementById("custom-test");
+const customEditor = customArea ? new Editor(customArea, { onSubmit: () => run() }) : null;
+
+function setRunning(busy) {
+  runButton.disabled = busy;
+  runButton.setAttribute("aria-busy", busy ? "true" : "false");
+  runButton.querySelector("span").textContent = busy ? "Running…" : "Run";
+  if (busy) runAnnouncer.textContent = "Running your code…";
+}
+
+function showRunError(message) {
+  runError.textContent = message;
+  runError.hidden = false;
+  runAnnouncer.textContent = "";
+}
+
+async function run() {
+  if (runButton.disabled) return;
+  const source = textarea.value;
+  runError.hidden = true;
+  if (!source.trim()) {
+    showRunError("Write some code first: the source is empty.");
+    return;
+  }
+  const body = { problem_id: problemId, source };
+  const own = customEditor ? customEditor.value : "";
+  if (own.trim()) body.tests = [{ code: own }];
+  writeDraft(source);
+  setRunning(true);
+  let response;
+  let answer = null;
+  try {
+    response = await fetch("/api/runs", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+    answer = await response.json().catch(() => null);
+  } catch {
+    setRunning(false);
+    showRunError("The judge could not be reached. Check your connection and run again.");
+    return;
+  }
+  setRunning(false);
+  if (!response.ok || !answer || !Array.isArray(answer.tests)) {
+    showRunError(refusal(response, answer));
+    return;
+  }
+  runAnnouncer.textContent = renderRun(runResult, answer);
+}
+
+runButton.addEventListener("click", run);
 form.addEventListener("submit", submit);
 renderBrowserState();

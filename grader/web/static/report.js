@@ -46,6 +46,15 @@ function updateCounts() {
   if (progress) progress.value = done;
 }
 
+/** What a visible test printed, under its name, as text (the server caps it and marks a cut). */
+function showOutput(row, test) {
+  const box = row.querySelector("[data-test-output]");
+  if (!box) return; // a hidden test: never any output
+  const output = test.visible && typeof test.output === "string" ? test.output : "";
+  box.querySelector("[data-test-output-text]").textContent = output;
+  box.hidden = output === "";
+}
+
 /** Shows one test's result in its row; `again` when re-applying after a refresh (never refreshes again). */
 function applyTest(test, again = false) {
   known.set(test.name, test);
@@ -63,6 +72,7 @@ function applyTest(test, again = false) {
   row.querySelector("[data-test-time]").textContent = formatMs(test.time_ms);
   const message = row.querySelector("[data-test-message]");
   message.textContent = test.visible && test.status !== "passed" && test.message ? test.message : "";
+  showOutput(row, test);
   if (changed && !again && test.visible && test.status !== "passed") {
     scheduleRefresh(); // its details (expected against got, traceback) are rendered by the server
   }

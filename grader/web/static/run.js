@@ -1,0 +1,282 @@
+// The problem page's Run button: POST /api/runs with the editor's code (and, when the "your own test" box
+// has something, that test body), then the answer under the editor: per test its result, expected
+// against got (as the report shows a failed visible test), and what the code printed.
+//
+// Everything in a run's answer comes from the submission or from what it returned: it goes into the page
+// as text (textContent, createElement), never as HTML.
+
+import { badge, badgeLabel } from "./common.js";
+
+const SAMPLE_SHOWN = 8;
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+/** A number as the report writes it: six significant digits; NaN and infinities by name. */
+export function formatNumber(value) {
+  if (typeof value === "number") {
+    if (Number.isInteger(value)) return String(value);
+    if (!Number.isFinite(value)) return String(value);
+    const text = String(Number(value.toPrecision(6)));
+    return text === "-0" ? "0" : text;
+  }
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  return String(value);
+}
+
+function formatMs(ms) {
+  if (typeof ms !== "number") return "";
+  if (ms >= 1000) return `${(ms / 1000).toFixed(2)} s`;
+  if (ms >= 10) return `${Math.round(ms)} ms`;
+  return `${ms.toFixed(1)} ms`;
+}
+
+function formatShape(shape) {
+  if (!Array.isArray(shape)) return String(shape);
+  return `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
+}
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** One returned value, described by the server (type, shape, dtype, a sample, or the value), in a line. */
+export function describeValue(description) {
+  if (!isObject(description)) return "—";
+  const parts = [String(description.type ?? "?")];
+  if ("shape" in description) parts.push(formatShape(description.shape));
+  if ("dtype" in description) parts.push(String(description.dtype));
+  if ("length" in description) parts.push(`of length ${description.length}`);
+  if (Array.isArray(description.keys)) parts.push(`with keys ${description.keys.join(", ") || "(none)"}`);
+  if ("value" in description) {
+    const value = description.value;
+    parts.push(description.type === "str" ? JSON.stringify(String(value)) : formatNumber(value));
+  }
+  if (Array.isArray(description.sample)) {
+    const shown = description.sample.slice(0, SAMPLE_SHOWN).map(formatNumber).join(", ");
+    parts.push(`[${shown}${description.sample.length > SAMPLE_SHOWN ? ", …" : ""}]`);
+  }
+  return parts.join(" ");
+}
+
+function table(className, caption, head, rows) {
+  const node = element("table", className);
+  node.append(element("caption", "", caption));
+  if (head) {
+    const tr = element("tr");
+    for (const [text, hidden] of head) {
+      const th = element("th");
+      th.scope = "col";
+      if (hidden) th.append(element("span", "visually-hidden", text));
+      else th.textContent = text;
+      tr.append(th);
+    }
+    const thead = element("thead");
+    thead.append(tr);
+    node.append(thead);
+  }
+  const tbody = element("tbody");
+  for (const cells of rows) tbody.append(cells);
+  node.append(tbody);
+  return node;
+}
+
+function codeCell(text, differs = false) {
+  const td = element("td", differs ? "differs" : "");
+  td.append(element("code", "", text));
+  if (differs) {
+    const mark = element("span", "diff-mark", " ≠");
+    mark.append(element("span", "visually-hidden", " differs"));
+    td.append(mark);
+  }
+  return td;
+}
+
+function rowHeader(text) {
+  const th = element("th", "", text);
+  th.scope = "row";
+  return th;
+}
+
+const FIELDS = [
+  ["type", "type"],
+  ["shape", "shape"],
+  ["dtype", "dtype"],
+  ["length", "length"],
+  ["keys", "keys"],
+  ["value", "value"],
+];
+
+function field(description, key) {
+  if (!isObject(description) || !(key in description)) return null;
+  const value = description[key];
+  if (key === "shape") return formatShape(value);
+  if (key === "keys" && Array.isArray(value)) return value.join(", ") || "(none)";
+  if (key === "value") return formatNumber(value);
+  return String(value);
+}
+
+/** A failed test's details, as the report shows them: where and why, then expected against got. */
+function comparison(details) {
+  const box = element("div", "failure run-failure");
+  const reason = element("p", "failure-reason");
+  if (details.path) {
+    reason.append("Output ", element("code", "", details.path), ": ");
+  }
+  reason.append(element("strong", "", details.reason || "differs"));
+  if (typeof details.mismatches === "number" && details.total) {
+    reason.append(` · ${details.mismatches} of ${details.total} values differ`);
+  }
+  box.append(reason);
+  const rows = [];
+  for (const [key, label] of FIELDS) {
+    const expected = field(details.expected, key);
+    const got = field(details.got, key);
+    if (expected === null && got === null) continue;
+    const tr = element("tr", expected !== got ? "differs" : "");
+    tr.append(rowHeader(label), codeCell(expected ?? "—"), codeCell(got ?? "—", expected !== got));
+    rows.push(tr);
+  }
+  const grid = element("div", "compare-grid");
+  grid.append(
+    table("compare", "Expected against got", [["Property", true], ["Expected"], ["Got"]], rows),
+  );
+  if ("max_abs_error" in details) {
+    const stats = element("dl", "error-stats");
+    const stat = (label, text) => {
+      const div = element("div");
+      const dd = element("dd");
+      dd.append(element("code", "", text));
+      div.append(element("dt", "", label), dd);
+      stats.append(div);
+    };
+    stat("Max abs error", formatNumber(details.max_abs_error));
+    stat("Max rel error", formatNumber(details.max_rel_error));
+    if (details.rtol !== undefined && details.rtol !== null) {
+      stat("Tolerance", `rtol ${formatNumber(details.rtol)}, atol ${formatNumber(details.atol)}`);
+    }
+    grid.append(stats);
+  }
+  box.append(grid);
+  const mismatches = Array.isArray(details.first_mismatches) ? details.first_mismatches.filter(isObject) : [];
+  if (mismatches.length) {
+    const rows = mismatches.map((m) => {
+      const tr = element("tr");
+      const index = Array.isArray(m.index) ? `[${m.index.join(", ")}]` : String(m.index);
+      const diff =
+        typeof m.expected === "number" && typeof m.got === "number" ? formatNumber(Math.abs(m.got - m.expected)) : "—";
+      tr.append(codeCell(index), codeCell(formatNumber(m.expected)), codeCell(formatNumber(m.got)), codeCell(diff));
+      return tr;
+    });
+    box.append(table("mismatches", "First mismatches", [["Index"], ["Expected"], ["Got"], ["|Difference|"]], rows));
+  }
+  return box;
+}
+
+/** Every returned key: what the reference returned against what the code returned. */
+function returned(test) {
+  const expected = isObject(test.expected) ? test.expected : {};
+  const got = isObject(test.got) ? test.got : {};
+  const keys = [...new Set([...Object.keys(expected), ...Object.keys(got)])];
+  if (!keys.length) return null;
+  const rows = keys.map((key) => {
+    const tr = element("tr");
+    const th = rowHeader("");
+    th.append(element("code", "", key));
+    tr.append(th, codeCell(key in expected ? describeValue(expected[key]) : "—"));
+    tr.append(codeCell(key in got ? describeValue(got[key]) : "—"));
+    return tr;
+  });
+  const wrap = element("div", "table-scroll");
+  wrap.tabIndex = 0;
+  wrap.setAttribute("role", "group");
+  wrap.setAttribute("aria-label", `What ${test.name} returned`);
+  wrap.append(table("returned", "Returned", [["Key"], ["Expected"], ["Got"]], rows));
+  return wrap;
+}
+
+function preformatted(className, label, text) {
+  const pre = element("pre", className, text);
+  pre.tabIndex = 0;
+  pre.setAttribute("role", "group");
+  pre.setAttribute("aria-label", label);
+  return pre;
+}
+
+function lineNote(test) {
+  if (typeof test.line !== "number") return "";
+  const message = typeof test.message === "string" ? test.message : "";
+  return message.startsWith("compile error") ? ` (line ${test.line} of your test)` : ` (line ${test.line} of your code)`;
+}
+
+function renderTest(test, index) {
+  const status = typeof test.status === "string" ? test.status : "error";
+  const name = typeof test.name === "string" ? test.name : `test ${index + 1}`;
+  const item = element("li", `run-test status-${status}`);
+  item.dataset.status = status;
+  item.dataset.testName = name;
+  const head = element("div", "run-test-head");
+  head.append(element("span", "run-test-name", name), badge("test", status));
+  if (typeof test.time_ms === "number") head.append(element("span", "run-test-time muted small", formatMs(test.time_ms)));
+  item.append(head);
+  // As in the report: a failed comparison's details say what its message says, and more.
+  if (status !== "passed" && isObject(test.details)) item.append(comparison(test.details));
+  else if (status !== "passed" && test.message) {
+    item.append(element("p", "run-test-message", `${test.message}${lineNote(test)}`));
+  }
+  const values = returned({ ...test, name });
+  if (values) item.append(values);
+  if (test.traceback) {
+    const details = element("details", "traceback-details");
+    details.append(element("summary", "", "Traceback"), preformatted("traceback", `Traceback of ${name}`, test.traceback));
+    item.append(details);
+  }
+  if (typeof test.output === "string" && test.output !== "") {
+    const output = element("div", "test-output");
+    output.append(
+      element("span", "test-output-label", "Printed output"),
+      preformatted("", `Printed output of ${name}`, test.output),
+    );
+    item.append(output);
+  }
+  return item;
+}
+
+/** Shows a run's answer in the result section; returns the sentence to announce. */
+export function renderRun(section, run) {
+  const tests = Array.isArray(run.tests) ? run.tests : [];
+  const passed = tests.filter((test) => test.status === "passed").length;
+  const summary = section.querySelector("[data-run-summary]");
+  const status = typeof run.status === "string" ? run.status : "internal_error";
+  const count = `${passed} of ${tests.length} test${tests.length === 1 ? "" : "s"} passed`;
+  summary.replaceChildren(badge("status", status), element("span", "run-count", count));
+  if (run.message) {
+    const where = typeof run.line === "number" ? ` (line ${run.line} of your code)` : "";
+    summary.append(element("span", "run-message", `${run.message}${where}`));
+  }
+  const list = section.querySelector("[data-run-tests]");
+  list.replaceChildren(...tests.map(renderTest));
+  const old = section.querySelector(".run-traceback");
+  if (old) old.remove();
+  if (run.traceback) section.append(preformatted("traceback run-traceback", "Traceback of the run", run.traceback));
+  section.dataset.status = status;
+  section.hidden = false;
+  return `Run finished: ${badgeLabel("status", status)}, ${count}.`;
+}
+
+/** Words for an answer that is not a run: the rate limit, no sandbox, a refusal. */
+export function refusal(response, body) {
+  const detail = body && typeof body.detail === "string" ? body.detail : `the judge answered ${response.status}`;
+  const wait = response.headers.get("Retry-After");
+  if (response.status === 429) {
+    return `Too many runs for now (${detail}). Try again in ${wait || "a few"} seconds.`;
+  }
+  if (response.status === 503) {
+    return `No sandbox is free to run your code just now. Try again in ${wait || "a few"} seconds.`;
+  }
+  if (response.status === 413) return `Your code is too large to run: ${detail}.`;
+  return `Not run: ${detail}.`;
+}

@@ -1,0 +1,223 @@
+"""The learner's loop in a real browser against the real service: Run on the visible tests and on one's own
+test (expected against got, what the code printed), the refusals a run can meet, a problem that takes no
+tests of one's own, and what a visible test printed under it in the report, live and after a reload."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.web.accessibility import assert_accessible
+from tests.web.conftest import SCREENSHOTS, BrowserLog, screenshot
+from tests.web.solutions import FORGOT_SCALING, OWN_TEST, PRINTS, PRINTS_SLOWLY
+
+pytestmark = pytest.mark.docker
+
+RUN_TIMEOUT_MS = 90_000
+VISIBLE_TESTS = 4  # problems/embedding-layer.yaml
+
+
+def run_from_page(page: Any, source: str, own_test: str | None = "") -> Any:
+    """Fills the editor (and one's own test, unless None), presses Run, and returns the result section."""
+    page.fill("#source", source)
+    if own_test is not None:
+        page.fill("#custom-test", own_test)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_selector("#run-button:not([disabled])", timeout=RUN_TIMEOUT_MS)
+    result = page.locator("#run-result")
+    assert result.is_visible(), page.locator("#run-error").inner_text()
+    return result
+
+
+def test_run_on_the_visible_tests_shows_each_result_and_what_it_printed(page: Any, browser_log: BrowserLog) -> None:
+    page.goto("/problems/embedding-layer")
+    result = run_from_page(page, PRINTS)
+    assert page.url.endswith("/problems/embedding-layer"), "a run stays on the page"
+    assert result.get_attribute("data-status") == "accepted"
+    assert "Accepted" in result.locator("[data-run-summary]").inner_text()
+    assert f"{VISIBLE_TESTS} of {VISIBLE_TESTS} tests passed" in result.inner_text()
+    tests = result.locator("li.run-test")
+    assert tests.count() == VISIBLE_TESTS
+    assert tests.first.get_attribute("data-test-name") == "the numerical example from the statement"
+    assert all(status == "passed" for status in tests.evaluate_all("items => items.map(i => i.dataset.status)"))
+    # Expected against got for every returned key, passed or not.
+    returned = tests.first.locator("table.returned").inner_text()
+    assert "out" in returned and "tensor (3, 4) float32" in returned
+    # What the code printed: the import's print in the first test, then the call's; markup stays text.
+    output = tests.first.get_by_role("group", name="Printed output of the numerical example from the statement")
+    assert output.inner_text().startswith("<img src=x onerror=alert(3)> loaded\nembedding tokens of shape (3,)")
+    assert page.locator("#run-result img, #run-result script").count() == 0
+    assert "Run finished: Accepted, 4 of 4 tests passed." in page.locator("#run-announcer").inner_text()
+    page.wait_for_timeout(200)
+    assert browser_log.dialogs == []
+
+
+def test_run_on_ones_own_test_shows_expected_against_got(page: Any) -> None:
+    page.goto("/problems/embedding-layer")
+    result = run_from_page(page, FORGOT_SCALING, OWN_TEST)
+    assert result.get_attribute("data-status") == "wrong_answer"
+    (test,) = result.locator("li.run-test").all()
+    assert test.get_attribute("data-test-name") == "your test 1"
+    assert test.get_attribute("data-status") == "failed" and "Wrong answer" in test.inner_text()
+    compare = test.locator("table.compare").inner_text()
+    assert "Expected" in compare and "Got" in compare and "(2, 4)" in compare and "float32" in compare
+    assert "Max abs error" in test.inner_text()
+    assert test.locator("table.mismatches").is_visible()
+    rows = test.locator("table.returned tbody tr").all()
+    assert len(rows) == 1
+    expected, got = (cell.inner_text() for cell in rows[0].locator("td").all())
+    assert expected.startswith("tensor (2, 4) float32 [") and got.startswith("tensor (2, 4) float32 [")
+    assert expected != got  # the reference scales by sqrt(4) = 2; this code does not
+    assert test.get_by_role("group", name="Printed output of your test 1").inner_text().startswith("my test ran")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator(".editor-card").screenshot(path=str(SCREENSHOTS / "problem-run-own-test.png"))
+    # The problem page with the Run box showing a result: no accessibility violation.
+    assert_accessible(page, "the problem page with a run's result")
+
+    # Output past 4 KiB arrives cut, with the mark the server put on it, in a block that scrolls and that
+    # the keyboard can reach.
+    run_from_page(page, FORGOT_SCALING, 'print("y" * 6000)\nreturn {"n": 1}')
+    assert result.get_attribute("data-status") == "accepted"
+    printed = result.get_by_role("group", name="Printed output of your test 1")
+    text = printed.inner_text()
+    assert text.startswith("yyyy") and text.endswith("(truncated)") and len(text) < 4200
+    assert printed.evaluate("pre => pre.scrollHeight > pre.clientHeight") and printed.get_attribute("tabindex") == "0"
+    assert_accessible(page, "the problem page with a run's long output")
+
+    # A test body that does not compile: its own error, with its line.
+    run_from_page(page, FORGOT_SCALING, "x = (\nreturn 1")
+    assert result.get_attribute("data-status") == "compile_error"
+    message = result.locator("li.run-test .run-test-message").inner_text()
+    assert message.startswith("compile error: ") and "(line 1 of your test)" in message
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "detail", "shown"),
+    [
+        (429, {"Retry-After": "17"}, "rate limit: at most 10 runs per minute", "Try again in 17 seconds"),
+        (503, {"Retry-After": "5"}, "no sandbox to run in now: the pool is empty", "No sandbox is free"),
+        (422, {}, "tests: problem 'x' runs its visible tests only", "Not run: tests: problem 'x'"),
+    ],
+)
+def test_a_refused_run_says_why(
+    page: Any, browser_log: BrowserLog, status: int, headers: dict[str, str], detail: str, shown: str
+) -> None:
+    # The service's own refusals are tested against it (tests/integration); here, what the page makes of them.
+    page.route(
+        "**/api/runs", lambda route: route.fulfill(status=status, headers=headers, json={"detail": f"{detail}<b>"})
+    )
+    page.goto("/problems/embedding-layer")
+    page.get_by_role("button", name="Run", exact=True).click()
+    alert = page.get_by_role("alert").filter(has_text=shown)
+    alert.wait_for()
+    assert page.locator("#run-error b").count() == 0
+    assert page.locator("#run-result").is_hidden()
+    assert page.locator("#run-button").is_enabled()
+    # The browser logs the refused request itself; nothing else may have failed.
+    (logged,) = browser_log.errors
+    assert logged.startswith(f"Failed to load resource: the server responded with a status of {status} ("), logged
+    browser_log.errors.clear()
+
+
+@pytest.fixture
+def visible_only(service: Any) -> Iterator[str]:
+    """A copy of the embedding problem that takes no tests of one's own (`runs: visible-only`)."""
+    registry = service.registry
+    original = registry.get("embedding-layer")
+    problem_id = "embedding-layer-visible-only"
+    copy = original.problem.model_copy(
+        update={"id": problem_id, "title": "Embedding (visible only)", "runs": "visible-only"}
+    )
+    registry.put_upload(registry.make(copy, uploaded=True))
+    try:
+        yield problem_id
+    finally:
+        registry.remove_upload(problem_id)
+
+
+def test_a_problem_without_ones_own_tests_has_no_box_but_runs(page: Any, live_server: str, visible_only: str) -> None:
+    assert httpx.get(f"{live_server}/api/problems/{visible_only}").json()["runs"] == "visible-only"
+    assert httpx.get(f"{live_server}/api/problems/embedding-layer").json()["runs"] == "all"
+    page.goto(f"/problems/{visible_only}")
+    assert page.locator("#custom-test").count() == 0
+    assert "takes no tests of your own" in page.locator("#run-help").inner_text()
+    result = run_from_page(page, PRINTS, None)
+    assert result.locator("li.run-test").count() == VISIBLE_TESTS
+
+
+def outputs(page: Any) -> dict[str, str | None]:
+    """Each report row's printed output as shown (None: the row has no place for one, a hidden test)."""
+    return dict(
+        page.eval_on_selector_all(
+            "tr.result-row",
+            """rows => rows.map(r => {
+                const box = r.querySelector('[data-test-output]');
+                return [r.dataset.testName, box ? (box.hidden ? '' : box.querySelector('pre').textContent) : null];
+            })""",
+        )
+    )
+
+
+def test_a_print_shows_under_its_visible_test_live_and_after_a_reload(
+    page: Any, live_server: str, browser_log: BrowserLog
+) -> None:
+    page.goto("/problems/embedding-layer")
+    page.fill("#source", PRINTS_SLOWLY)
+    # Only the event stream may bring results: the report's re-reads of its own page are refused.
+    page.route(
+        "**/submissions/*",
+        lambda route: route.abort() if route.request.resource_type == "fetch" else route.continue_(),
+    )
+    page.click("#submit-button")
+    page.wait_for_url("**/submissions/*")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("tr.result-row[data-visible='true']")].every(
+            r => r.dataset.status !== 'pending')""",
+        timeout=RUN_TIMEOUT_MS,
+    )
+    live = outputs(page)
+    assert page.get_attribute("#report", "data-status") == "running", "the hidden tests that hang are still running"
+    visible = [text for text in live.values() if text is not None]  # hidden tests have no place for output
+    assert len(visible) == VISIBLE_TESTS < len(live)
+    # The first test shows the import's print, then its own; the second test calls no embed_tokens, so it
+    # printed nothing and shows nothing; the third and fourth show their calls' prints.
+    assert visible[0].startswith("<img src=x onerror=alert(3)> loaded\nembedding tokens of shape (3,)")
+    assert visible[1] == ""
+    assert visible[2].startswith("embedding tokens of shape (2, ") and visible[3].startswith("embedding tokens")
+    assert page.locator("#report img").count() == 0
+    page.unroute("**/submissions/*")
+    # The report's re-read when the verdict came was refused above; the browser logged it.
+    assert set(browser_log.errors) <= {"Failed to load resource: net::ERR_FAILED"}, browser_log.errors
+    browser_log.errors.clear()
+
+    # The server-rendered page shows the same, and hidden tests show nothing they printed.
+    submission = f"{live_server}/api/submissions/{page.get_attribute('#report', 'data-submission-id')}"
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while httpx.get(submission).json()["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, "no verdict"
+        time.sleep(0.3)
+    page.reload()
+    assert outputs(page) == live
+    assert "embedding tokens" not in "".join(page.locator("tr.result-row[data-visible='false']").all_inner_texts())
+    screenshot(page, "report-printed-output")
+    assert_accessible(page, "a report page with printed output")
+
+
+def test_the_problem_list_is_accessible(page: Any) -> None:
+    page.goto("/")
+    assert_accessible(page, "the problem list")
+
+
+def test_the_problem_page_is_accessible_in_the_dark_theme(browser: Any, live_server: str) -> None:
+    context = browser.new_context(base_url=live_server, color_scheme="dark", viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto("/problems/embedding-layer")
+        assert page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+        assert_accessible(page, "the problem page, dark theme")
+    finally:
+        context.close()
