@@ -1,9 +1,10 @@
 """The problems from "Attention Is All You Need", graded for real: references and other correct
 solutions are accepted, and a submission that makes a pitfall's mistake gets that pitfall's hint.
 
-Other correct solutions live in tests/alternatives/<problem>/*.py: each is written differently from
-the reference (another order of operations, another library call), so their acceptance shows that
-the tolerances accept every valid float32 implementation, not just the reference's.
+Other correct solutions live in tests/alternatives/<problem>/*.py, for every problem in problems/:
+each is written differently from the reference (another order of operations, another library call,
+another initialisation, another random sampler, Python numbers for NumPy ones), so their acceptance
+shows that the tests accept every valid implementation, not just the reference's.
 """
 
 from __future__ import annotations
