@@ -96,3 +96,19 @@ def test_a_yaml_syntax_error_is_reported_at_the_offending_line() -> None:
     with pytest.raises(ProblemError) as caught:
         parse_problem("id: x\ntitle Missing colon\nstatement: z\n", "f.yaml")
     assert str(caught.value).startswith("f.yaml:2: YAML syntax error: could not find expected ':'")
+
+
+def test_the_noise_rule_is_relative_to_the_dtype() -> None:
+    import numpy as np
+
+    from grader.grading.checkers import get
+    from grader.problems.check_tolerances import with_relative_noise
+    from grader.sandboxes.values import Tensor
+
+    bf16 = Tensor("bfloat16", np.linspace(0.5, 4.0, 64, dtype="f4"))
+    noisy = with_relative_noise({"out": bf16}, seed=3)["out"]
+    assert np.allclose(np.abs(noisy.array / bf16.array - 1), 8 * 2.0**-7)
+    assert get("tolerance").compare({"out": bf16}, {"out": bf16}, {}).passed
+    assert not get("tolerance").compare({"out": bf16}, {"out": noisy}, {}).passed  # the default tolerance refuses it
+    f32 = Tensor("float32", np.linspace(0.5, 4.0, 64, dtype="f4"))
+    assert np.allclose(np.abs(with_relative_noise({"out": f32}, seed=3)["out"].array / f32.array - 1), 0.01)
