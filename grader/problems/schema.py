@@ -64,8 +64,10 @@ class TestCase(Strict):
                 "anyOf": [checkers.get(name).options.model_json_schema() for name in checkers.names()]
             }
         },
-        description="the checker's options per top-level key of the returned dict; for `tolerance`, rtol and "
-        "atol (floats elsewhere get rtol 1e-5, atol 1e-6; everything that is not a float is compared exactly)",
+        description="the checker's options per top-level key of the returned dict; for `tolerance`: rtol and atol "
+        "(floats elsewhere get rtol 1e-5, atol 1e-6, widened for low-precision dtypes; everything that is not a float "
+        "is compared exactly), or round (decimals), or expect (an expression computing the expected value from the "
+        "submission's returned keys), or holds (expressions that must be true)",
     )
 
     @field_validator("checker")
