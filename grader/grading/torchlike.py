@@ -137,8 +137,11 @@ class TorchArray(np.ndarray):
         return _wrap(np.argmin(_plain(self), axis=_axis(dim, kwargs.get("axis")), keepdims=keepdim))
 
 
-def as_array(value: Any) -> TorchArray:
-    return np.asarray(value).view(TorchArray)
+def as_array(value: Any, dtype: Any = None) -> TorchArray:
+    """torch.tensor(value, dtype=...): a Python float becomes float32 and an int int64, as in torch."""
+    if dtype is None and isinstance(value, float):
+        dtype = np.float32
+    return np.asarray(value, dtype=dtype).view(TorchArray)
 
 
 def _over(name: str) -> Any:

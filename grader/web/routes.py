@@ -110,6 +110,7 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
         "problem": public,
         "statement_html": render_markdown(public.statement),
         "visible_tests": [(test, highlight_python(test.code)) for test in public.visible_tests],
+        "helpers_html": highlight_python(public.helpers) if public.helpers else None,
     }
 
 

@@ -113,7 +113,7 @@ def test_expressions_are_refused_when_the_problem_loads_at_their_line(expression
     with pytest.raises(ProblemError) as caught:
         parse_problem(text, "p.yaml")
     [line] = caught.value.lines()
-    assert line.startswith("p.yaml:16: tests.0.check.out.holds.0: "), line
+    assert line.startswith("p.yaml:16: tests.1.check.out.holds.1: "), line
     assert message in line
 
 
