@@ -222,8 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     check = problem_commands.add_parser(
         "check",
         help="check problem files in real sandboxes",
+        # A description is printed as written (only `help` strings are %-formatted): one '%' here.
         description="Checks each file: schema; the reference is accepted and deterministic; the starter code "
-        "is not accepted; every pitfall fails a test; the tolerances reject zeros and 1%% noise.",
+        "is not accepted; every pitfall fails a test; every alternative is accepted; the tolerances reject zeros "
+        "and 1% noise.",
     )
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--schema-only", action="store_true", help="validate the files only; run no sandbox")

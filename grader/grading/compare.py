@@ -1,7 +1,9 @@
 """Compares a submission's outputs with the expected ones, as plain data, on the trusted side.
 
 Same type, same shape, same dtype, then values: floating point within the test's tolerance (NaN
-matches only NaN, an infinity only the same infinity), everything else exactly.
+matches only NaN, an infinity only the same infinity), everything else exactly. Numbers are numbers:
+the sandbox sends NumPy scalars as Python numbers, and an int where a float is expected is compared as
+that float. A tolerance left at its default widens with a low-precision dtype (EPS_MULTIPLE * eps).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.sandboxes.values import FLOAT_DTYPES, Opaque, Tensor
+from grader.sandboxes.values import EPS, FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5
@@ -43,8 +45,21 @@ class Tolerance(BaseModel):
 
     rtol: float = Field(1e-5, ge=0, allow_inf_nan=False, description="relative tolerance")
     atol: float = Field(1e-6, ge=0, allow_inf_nan=False, description="absolute tolerance")
+    decimals: int | None = Field(None, ge=0, le=15, description="round both sides to this many decimals first")
+
+    def for_dtype(self, dtype: str) -> Tolerance:
+        """This tolerance for a tensor of `dtype`: each of rtol and atol that the test left at its default
+        is at least EPS_MULTIPLE times the dtype's epsilon (so that bfloat16 or fp8 results can pass)."""
+        floor = EPS_MULTIPLE * EPS.get(dtype, 0.0)
+        update = {
+            name: floor
+            for name in ("rtol", "atol")
+            if name not in self.model_fields_set and getattr(self, name) < floor
+        }
+        return self.model_copy(update=update) if update else self
 
 
+EPS_MULTIPLE = 2
 EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
@@ -119,10 +134,13 @@ def _mismatch(path: str, reason: str, expected: Any, got: Any, **extra: Any) -> 
 def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Tolerance) -> Comparison:
     exp, act = expected.array, got.array
     if expected.dtype in FLOAT_DTYPES:
+        tolerance = tolerance.for_dtype(expected.dtype)
         if np.iscomplexobj(exp):
             exp64, act64 = exp.astype(np.complex128), act.astype(np.complex128)
         else:
             exp64, act64 = exp.astype(np.float64), act.astype(np.float64)
+        if tolerance.decimals is not None:
+            exp64, act64 = np.round(exp64, tolerance.decimals), np.round(act64, tolerance.decimals)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             close = np.isclose(act64, exp64, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
             both_finite = np.isfinite(exp64) & np.isfinite(act64)
@@ -137,6 +155,7 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
             "max_rel_error": json_number(max_rel),
             "rtol": tolerance.rtol,
             "atol": tolerance.atol,
+            **({"round": tolerance.decimals} if tolerance.decimals is not None else {}),
         }
     else:
         close = exp == act
@@ -181,7 +200,17 @@ def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[lis
     return grid
 
 
+def as_float(value: int) -> float:
+    """An int where a float is expected, as that float (an int too large for a float is an infinity)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> Comparison:
+    if type(expected) is float and type(got) is int:
+        got = as_float(got)
     if isinstance(expected, Opaque) or isinstance(got, Opaque) or _type_name(expected) != _type_name(got):
         return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
     if isinstance(expected, Tensor):

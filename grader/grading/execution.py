@@ -121,6 +121,7 @@ def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int |
         tests=[JobTest(code=test.code, seed=test_seed) for test, test_seed in zip(problem.tests, seeds, strict=True)],
         max_result_bytes=settings.max_result_bytes,
         load_time_s=settings.load_time_s,
+        helpers=getattr(problem, "helpers", ""),
     )
 
 

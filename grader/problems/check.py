@@ -7,6 +7,7 @@ The steps, in order, each reported as soon as it is known:
   deterministic  a second run of the reference, in another sandbox, gives identical outputs
   starter        the starter code loads and is not accepted
   pitfalls       every pitfall fails at least one test (the report says which)
+  alternatives   every alternative (another correct solution) is accepted
   tolerances     an all-zeros answer and the reference's answer with 1% relative noise each fail some
                  test that returns floats
 
@@ -27,8 +28,15 @@ from grader.config import Settings
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.model import Sandboxes
+from grader.problems.check_authoring import file_findings, reference_findings
 from grader.problems.check_report import STEPS, CheckReport, CheckStep, StepStatus, check_seeds, merge_steps
-from grader.problems.check_steps import determinism_step, pitfalls_step, reference_step, starter_step
+from grader.problems.check_steps import (
+    alternatives_step,
+    determinism_step,
+    pitfalls_step,
+    reference_step,
+    starter_step,
+)
 from grader.problems.check_tolerances import tolerance_step
 from grader.problems.locate import Locator
 from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry, parse_problem
@@ -113,16 +121,22 @@ class ProblemChecker:
         report.problem_id, report.version = problem.id, problem.version
         visible = sum(test.visible for test in problem.tests)
         counts = f"{len(problem.tests)} tests ({visible} visible), {len(problem.pitfalls)} pitfalls"
+        if problem.alternatives:
+            counts += f", {len(problem.alternatives)} alternatives"
+        locate = Locator(source, text)
+        errors, warnings = file_findings(problem, locate)
         emit(
             CheckStep(
                 name="schema",
-                status=StepStatus.OK,
+                status=StepStatus.FAILED if errors else StepStatus.OK,
                 summary=f"{problem.id}: {counts}",
+                errors=errors,
+                warnings=warnings,
                 seconds=round(time.monotonic() - started, 3),
             )
         )
         if not schema_only:
-            self._run_steps(problem, Locator(source, text), report, emit)
+            self._run_steps(problem, locate, report, emit)
         return report
 
     def _run_steps(
@@ -148,17 +162,27 @@ class ProblemChecker:
         first, second = self._run_all(problem, [problem.reference, problem.reference], seed, apart=True)
         seconds = round(time.monotonic() - started, 3)
         reference = reference_step(problem, first, locate, seconds)
+        if reference.status != StepStatus.FAILED:
+            reference.errors += reference_findings(problem, [first.value(i) for i in range(len(problem.tests))], locate)
+            if reference.errors:
+                reference.status, reference.summary = StepStatus.FAILED, "the tests have mistakes"
         if reference.status == StepStatus.FAILED:
             return [reference]
         steps = [reference, determinism_step(problem, first, second, locate, seconds)]
         started = time.monotonic()
-        runs = self._run_all(problem, [problem.starter_code] + [pitfall.code for pitfall in problem.pitfalls], seed)
+        pitfalls = [pitfall.code for pitfall in problem.pitfalls]
+        alternatives = [alternative.code for alternative in problem.alternatives]
+        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives], seed)
         seconds = round(time.monotonic() - started, 3)
         reference_values = [first.value(index) for index in range(len(problem.tests))]
-        expected = Expected(reference_values, [[run.value(i) for i in range(len(problem.tests))] for run in runs[1:]])
+        pitfall_runs = runs[1 : 1 + len(pitfalls)]
+        expected = Expected(
+            reference_values, [[run.value(i) for i in range(len(problem.tests))] for run in pitfall_runs]
+        )
         verdicts = [judge_module(problem, expected, run) for run in runs]
         steps.append(starter_step(runs[0], verdicts[0], locate, seconds))
-        steps.append(pitfalls_step(problem, expected, runs[1:], verdicts[1:], locate, seconds))
+        steps.append(pitfalls_step(problem, expected, pitfall_runs, verdicts[1 : 1 + len(pitfalls)], locate, seconds))
+        steps.append(alternatives_step(problem, verdicts[1 + len(pitfalls) :], locate, seconds))
         if first:
             steps.append(tolerance_step(problem, reference_values, locate))
         return steps

@@ -216,3 +216,30 @@ def pitfalls_step(
     if step.errors:
         step.status = StepStatus.FAILED
     return step
+
+
+def alternatives_step(problem: ProblemSpec, verdicts: list[Verdict], locate: Locator, seconds: float) -> CheckStep:
+    """Every alternative (another correct solution) must be accepted: a test that refuses one checks more
+    than the statement asks, or how a solution is written rather than what it does."""
+    step = CheckStep(name="alternatives", status=StepStatus.OK, summary="", seconds=seconds)
+    alternatives = getattr(problem, "alternatives", [])
+    if not alternatives:
+        step.status = StepStatus.SKIPPED
+        step.summary = "the problem lists no alternatives"
+        return step
+    for index, (alternative, verdict) in enumerate(zip(alternatives, verdicts, strict=True)):
+        if verdict.status == Status.ACCEPTED:
+            continue
+        failing = next((test for test in verdict.tests if test.status != TestStatus.PASSED), None)
+        where = (
+            f"fails test {failing.index + 1} {failing.name!r}: {KIND[failing.status]}: {failing.message}"
+            if failing is not None
+            else f"{verdict.status.value}: {verdict.message}"
+        )
+        step.errors.append(
+            locate.error(("alternatives", index), f"alternative {alternative.name!r} is not accepted: {where}")
+        )
+    step.summary = f"{len(alternatives) - len(step.errors)}/{len(alternatives)} accepted"
+    if step.errors:
+        step.status = StepStatus.FAILED
+    return step

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from grader.grading.compare import EPS_MULTIPLE
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
 from grader.problems.check_report import CheckStep, StepStatus
 from grader.problems.locate import Locator
-from grader.sandboxes.values import FLOAT_DTYPES, Tensor
+from grader.sandboxes.values import EPS, FLOAT_DTYPES, Tensor
 
 NOISE = 0.01
 
@@ -30,14 +31,14 @@ def has_floats(value: Any) -> bool:
     return False
 
 
-def perturb_floats(value: Any, change: Callable[[np.ndarray], np.ndarray]) -> Any:
+def perturb_floats(value: Any, change: Callable[[np.ndarray, str], np.ndarray]) -> Any:
     """A copy of a decoded value with every float tensor and float changed; everything else as it was."""
     if isinstance(value, Tensor):
         if value.dtype not in FLOAT_DTYPES:
             return value
-        return Tensor(value.dtype, change(value.array).astype(value.array.dtype))
+        return Tensor(value.dtype, change(value.array, value.dtype).astype(value.array.dtype))
     if isinstance(value, float):
-        return float(change(np.array([value], dtype=np.float64))[0])
+        return float(change(np.array([value], dtype=np.float64), "float64")[0])
     if isinstance(value, list):
         return [perturb_floats(item, change) for item in value]
     if isinstance(value, tuple):
@@ -48,7 +49,7 @@ def perturb_floats(value: Any, change: Callable[[np.ndarray], np.ndarray]) -> An
 
 
 def zeros_like_floats(value: Any) -> Any:
-    return perturb_floats(value, np.zeros_like)
+    return perturb_floats(value, lambda array, _dtype: np.zeros_like(array))
 
 
 def with_relative_noise(value: Any, seed: int, fraction: float = NOISE) -> Any:
@@ -56,9 +57,11 @@ def with_relative_noise(value: Any, seed: int, fraction: float = NOISE) -> Any:
     exactly `fraction` relative, so a tolerance that lets this pass is looser than `fraction`."""
     rng = np.random.default_rng(seed)
 
-    def noisy(array: np.ndarray) -> np.ndarray:
+    def noisy(array: np.ndarray, dtype: str) -> np.ndarray:
+        # Relative to the dtype: twice its default tolerance where that is wider than `fraction` (bfloat16, fp8).
+        here = max(fraction, 2 * 2 * EPS_MULTIPLE * EPS.get(dtype, 0.0))
         signs = rng.choice(np.array([-1.0, 1.0]), size=array.shape)
-        return array * (1.0 + fraction * signs)
+        return array * (1.0 + here * signs)
 
     return perturb_floats(value, noisy)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from grader.problems import strict_yaml
-from grader.problems.registry import yaml_line
+from grader.problems.registry import field_path, yaml_line
 
 
 class Locator:
@@ -21,7 +21,7 @@ class Locator:
     def error(self, loc: tuple[str | int, ...], message: str, line: int | None = None) -> str:
         line = line or yaml_line(self.root, loc)
         where = f"{self.source}:{line}" if line else self.source
-        return f"{where}: {'.'.join(map(str, loc))}: {message}"
+        return f"{where}: {field_path(loc)}: {message}"
 
     def code_line(self, loc: tuple[str | int, ...], line_in_code: int | None) -> int | None:
         """The file line of a line inside a block scalar (`code: |`), or None if it cannot be known."""

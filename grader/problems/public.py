@@ -28,6 +28,7 @@ class ProblemPublic(ProblemSummary):
     starter_code: str
     entry_points: list[str]
     limits: EffectiveLimits
+    helpers: str = ""
     visible_tests: list[VisibleTest]
     hidden_tests: int
     runs: str = Field(
@@ -58,6 +59,7 @@ def problem_public(problem: LoadedProblem) -> ProblemPublic:
         starter_code=p.starter_code,
         entry_points=list(p.entry_points),
         limits=problem.limits,
+        helpers=p.helpers,
         visible_tests=[VisibleTest(name=t.name, code=t.code, weight=t.weight) for t in p.tests if t.visible],
         hidden_tests=sum(1 for t in p.tests if not t.visible),
         runs=p.runs,

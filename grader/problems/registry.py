@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.problems import strict_yaml
-from grader.problems.schema import NestedError, Pitfall, Problem, TestCase, duplicate_names
+from grader.problems.schema import Alternative, NestedError, Pitfall, Problem, TestCase, duplicate_names
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,14 @@ class LoadedProblem:
         return self.problem.entry_points
 
     @property
+    def helpers(self) -> str:
+        return self.problem.helpers
+
+    @property
+    def alternatives(self) -> list[Alternative]:
+        return self.problem.alternatives
+
+    @property
     def reference(self) -> str:
         return self.problem.reference
 
@@ -109,6 +117,12 @@ def yaml_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A field's path as its messages print it: list positions 1-based, as test numbers are (`tests.6` is
+    test 6)."""
+    return ".".join(str(part + 1) if isinstance(part, int) else str(part) for part in loc) or "(top level)"
+
+
 def problem_version(problem: Problem) -> str:
     return hashlib.sha256(problem.model_dump_json().encode()).hexdigest()[:16]
 
@@ -122,7 +136,10 @@ def parse_problem(text: str, source: str) -> Problem:
     except strict_yaml.YamlRefused as exc:
         raise ProblemError(source, [(exc.line, exc.message)]) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # A scanner error is noticed after the token it is about (a key without its ':' is seen on the next
+        # line); its context mark is where that token starts: the offending line.
+        scanner = isinstance(exc, yaml.scanner.ScannerError) and exc.context_mark is not None
+        mark = exc.context_mark if scanner else exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         raise ProblemError(source, [(line, f"YAML syntax error: {exc.problem or exc}")]) from None
     except yaml.YAMLError as exc:
@@ -139,13 +156,12 @@ def parse_problem(text: str, source: str) -> Problem:
             nested = (error.get("ctx") or {}).get("error")
             if isinstance(nested, NestedError):
                 loc, message = loc + nested.loc, nested.message
-            field = ".".join(str(part) for part in loc) or "(top level)"
-            found.append((yaml_line(root, loc), f"{field}: {message}"))
+            found.append((yaml_line(root, loc), f"{field_path(loc)}: {message}"))
         raise ProblemError(source, found) from None
     duplicates = duplicate_names(problem)
     if duplicates:
         raise ProblemError(
-            source, [(yaml_line(root, loc), f"{'.'.join(map(str, loc))}: {message}") for loc, message in duplicates]
+            source, [(yaml_line(root, loc), f"{field_path(loc)}: {message}") for loc, message in duplicates]
         )
     return problem
 

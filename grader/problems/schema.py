@@ -64,8 +64,10 @@ class TestCase(Strict):
                 "anyOf": [checkers.get(name).options.model_json_schema() for name in checkers.names()]
             }
         },
-        description="the checker's options per top-level key of the returned dict; for `tolerance`, rtol and "
-        "atol (floats elsewhere get rtol 1e-5, atol 1e-6; everything that is not a float is compared exactly)",
+        description="the checker's options per top-level key of the returned dict; for `tolerance`: rtol and atol "
+        "(floats elsewhere get rtol 1e-5, atol 1e-6, widened for low-precision dtypes; everything that is not a float "
+        "is compared exactly), or round (decimals), or expect (an expression computing the expected value from the "
+        "submission's returned keys), or holds (expressions that must be true)",
     )
 
     @field_validator("checker")
@@ -109,6 +111,13 @@ class Pitfall(Strict):
     code: str = Field(min_length=1, description="a whole module defining every entry point; never shown")
 
 
+class Alternative(Strict):
+    """Another correct solution, written differently: `grader problems check` requires it to be accepted."""
+
+    name: str = Field(min_length=1, max_length=200, description="unique within the problem; never shown")
+    code: str = Field(min_length=1, description="a whole module defining every entry point; never shown")
+
+
 class Problem(Strict):
     """A problem file (problems/<id>.yaml). See docs/problems.md."""
 
@@ -132,8 +141,18 @@ class Problem(Strict):
         description="the default `seed` of the hidden tests: fresh (each submission gets new inputs, so hidden "
         "tests cannot be memorised) or fixed; visible tests are fixed unless they say otherwise",
     )
+    helpers: str = Field(
+        "",
+        description="Python run in each test's namespace (reference, submission, pitfalls, alternatives) before the "
+        "test's code: its names are in scope in every test; shown on the problem page",
+    )
     tests: list[TestCase] = Field(min_length=1)
     pitfalls: list[Pitfall] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(
+        default_factory=list,
+        description="other correct solutions (whole modules), never shown: the check requires each to be accepted "
+        "under every seed it tries",
+    )
 
     @model_validator(mode="after")
     def _resolve_seeds(self) -> Problem:
@@ -155,7 +174,7 @@ class Problem(Strict):
             raise ValueError("entry points must be unique")
         return names
 
-    @field_validator("reference", "starter_code")
+    @field_validator("reference", "starter_code", "helpers")
     @classmethod
     def _module_compiles(cls, source: str) -> str:
         try:
@@ -171,6 +190,7 @@ def duplicate_names(problem: Problem) -> list[tuple[tuple[str | int, ...], str]]
     for field, kind, names in (
         ("tests", "test", [t.name for t in problem.tests]),
         ("pitfalls", "pitfall", [p.name for p in problem.pitfalls]),
+        ("alternatives", "alternative", [a.name for a in problem.alternatives]),
     ):
         seen: set[str] = set()
         for index, name in enumerate(names):

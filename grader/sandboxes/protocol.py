@@ -182,6 +182,7 @@ class JobSpec(_Frame):
     limits: JobLimits
     load_time_s: float = Field(gt=0, le=600)
     max_result_bytes: int = Field(ge=1024, le=1 << 30)
+    helpers: str = ""  # the problem's helpers, run in each test's namespace before its code
     tests: list[JobTest] = Field(min_length=1, max_length=MAX_TESTS)
 
     def payload(self) -> bytes:

@@ -16,11 +16,13 @@ import numpy as np
 
 from grader.sandboxes import protocol
 
-# wire name -> numpy dtype of the bytes (bfloat16 arrives widened to float32, exactly)
+# wire name -> numpy dtype of the bytes (bfloat16 and fp8 arrive widened to float32, exactly)
 DTYPES: dict[str, np.dtype] = {
     "float16": np.dtype("<f2"),
     "bfloat16": np.dtype("<f4"),
     "float32": np.dtype("<f4"),
+    "float8_e4m3fn": np.dtype("<f4"),
+    "float8_e5m2": np.dtype("<f4"),
     "float64": np.dtype("<f8"),
     "complex64": np.dtype("<c8"),
     "complex128": np.dtype("<c16"),
@@ -31,7 +33,27 @@ DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype("u1"),
     "bool": np.dtype("?"),
 }
-FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128"}
+FLOAT_DTYPES = {
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+}
+# The machine epsilon of each floating dtype (torch.finfo(dtype).eps): default tolerances scale with it.
+EPS = {
+    "float8_e4m3fn": 2.0**-3,
+    "float8_e5m2": 2.0**-2,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float32": 2.0**-23,
+    "float64": 2.0**-52,
+    "complex64": 2.0**-23,
+    "complex128": 2.0**-52,
+}
 MAX_RANK = protocol.MAX_RANK
 MAX_DEPTH = protocol.MAX_VALUE_DEPTH
 MAX_NODES = protocol.MAX_VALUE_NODES

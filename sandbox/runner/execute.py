@@ -28,6 +28,7 @@ import torch.nn.functional as F
 import values
 
 SUBMISSION_FILE = "submission.py"
+HELPERS_FILE = "<helpers>"
 ALLOCATION_FAILURES = ("can't allocate memory", "not enough memory", "out of memory")
 EXIT_BAD_JOB = 3
 EXIT_NOT_CONFINED = 4
@@ -63,7 +64,7 @@ def _user_traceback(exc: BaseException) -> str:
     frames_seen = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if frame.filename == SUBMISSION_FILE or frame.filename.startswith("<test ")
+        if frame.filename in (SUBMISSION_FILE, HELPERS_FILE) or frame.filename.startswith("<test ")
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames_seen)]
     lines.extend(traceback.format_exception_only(type(exc), exc))
@@ -168,7 +169,9 @@ def load_submission(source: str, entry_point_names: list[str]) -> tuple[dict, di
     return entry_points, None
 
 
-def run_test(index: int, seed: int, code: str, entry_points: dict, max_result: int) -> tuple[dict, bytes]:
+def run_test(
+    index: int, seed: int, code: str, entry_points: dict, max_result: int, helpers: str = ""
+) -> tuple[dict, bytes]:
     """Runs one test's code; once it is done, nothing of the test is left for the submission to read:
     no source lines in linecache, no namespace holding the test function (emptied, so that a reference
     the submission kept to it finds nothing), no syntax tree."""
@@ -185,6 +188,9 @@ def run_test(index: int, seed: int, code: str, entry_points: dict, max_result: i
         random.seed(seed)
         np.random.seed(seed % 2**32)
         try:
+            if helpers:  # the problem's shared code, in the test's namespace, after the seeds (it may draw)
+                linecache.cache[HELPERS_FILE] = (len(helpers), None, helpers.splitlines(True), HELPERS_FILE)
+                exec(compile(helpers, HELPERS_FILE, "exec", dont_inherit=True), namespace)
             result = namespace["__test__"]()
         except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
             return _failure(exc), b""
@@ -217,6 +223,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         if kind != protocol.CHILD_JOB or not isinstance(job, dict):
             os._exit(EXIT_BAD_JOB)
         source, names, limits = job["source"], job["entry_points"], job["limits"]
+        helpers = str(job.get("helpers", ""))
         max_result, test_count = int(job["max_result_bytes"]), int(job["test_count"])
         cpu_budget = float(limits["time_s"]) * (test_count + 2) + float(job["load_time_s"]) + 5
     except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
@@ -239,7 +246,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
             os._exit(0)
         del body
         started = time.perf_counter()
-        outcome, value = run_test(index, seed, code, entry_points, max_result)
+        outcome, value = run_test(index, seed, code, entry_points, max_result, helpers)
         del code
         outcome["index"] = index
         outcome["cpu_ms"] = round((time.perf_counter() - started) * 1000, 3)

@@ -39,6 +39,7 @@ class Job:
     load_time_s: float
     max_result_bytes: int
     tests: list[tuple[str, int]]  # (code, seed)
+    helpers: str = ""  # run in each test's namespace before its code
 
     @classmethod
     def parse(cls, body: bytes) -> Job:
@@ -57,6 +58,7 @@ class Job:
                 load_time_s=float(raw["load_time_s"]),
                 max_result_bytes=int(raw["max_result_bytes"]),
                 tests=tests,
+                helpers=str(raw.get("helpers", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise protocol.FrameError(f"malformed job: {type(exc).__name__}") from None
@@ -73,6 +75,7 @@ class Job:
             "load_time_s": self.load_time_s,
             "max_result_bytes": self.max_result_bytes,
             "test_count": len(self.tests),
+            "helpers": self.helpers,
         }
         return json.dumps(child_job).encode()
 

@@ -23,6 +23,8 @@ DTYPES: dict[torch.dtype, tuple[str, str]] = {
     torch.float16: ("float16", "<f2"),
     torch.bfloat16: ("bfloat16", "<f4"),  # numpy has no bfloat16: widened, exactly, to float32
     torch.float32: ("float32", "<f4"),
+    torch.float8_e4m3fn: ("float8_e4m3fn", "<f4"),  # fp8: widened, exactly, to float32
+    torch.float8_e5m2: ("float8_e5m2", "<f4"),
     torch.float64: ("float64", "<f8"),
     torch.complex64: ("complex64", "<c8"),
     torch.complex128: ("complex128", "<c16"),
@@ -97,8 +99,15 @@ class _Encoder:
             return {"t": "dict", "items": pairs}
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
+        if kind is np.ndarray and np.ndarray.__getattribute__(value, "ndim") == 0:  # type: ignore[arg-type]
+            number = _numpy_number(np.ndarray.item(value))  # type: ignore[arg-type]
+            if number is not None:
+                return number
         if kind is np.ndarray:
             return self.ndarray(value)  # type: ignore[arg-type]
+        number = _numpy_number(value)
+        if number is not None:
+            return number
         if isinstance(value, np.generic) and type(value) in {np.dtype(t).type for t in NUMPY_DTYPES}:
             return self.ndarray(np.asarray(value))
         return _opaque(kind)
@@ -126,7 +135,7 @@ class _Encoder:
                 tensor = tensor.resolve_conj()
             if tensor.is_neg():
                 tensor = tensor.resolve_neg()
-            if tensor.dtype == torch.bfloat16:
+            if np_dtype == "<f4" and tensor.dtype != torch.float32:  # bfloat16, fp8
                 tensor = tensor.to(torch.float32)
             array = tensor.contiguous().numpy().astype(np_dtype, copy=False)
         self.add_array(array.tobytes())
@@ -162,6 +171,26 @@ def _scalar(value: object, kind: type) -> dict | None:
         if len(value) > MAX_STR:  # type: ignore[arg-type]
             raise Unencodable("a string in the returned value is too long")
         return {"t": "str", "v": str.__str__(value)}  # type: ignore[arg-type]
+    return None
+
+
+NUMPY_INTS = {np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64}
+NUMPY_FLOATS = {np.float16, np.float32, np.float64, np.longdouble}
+
+
+def _numpy_number(value: object) -> dict | None:
+    """A NumPy bool, integer or real float scalar (or the Python number a 0-d array's item() gives) as the
+    Python number node of the same value: numbers are numbers, whichever library computed them. Exact
+    types only, so that no subclass's __int__ or __float__ runs."""
+    kind = type(value)
+    if kind in (bool, int, float):
+        return _scalar(value, kind)
+    if kind is np.bool_:
+        return {"t": "bool", "v": bool(value)}
+    if kind in NUMPY_INTS:
+        return _scalar(int(value), int)  # type: ignore[call-overload]
+    if kind in NUMPY_FLOATS:
+        return _scalar(float(value), float)  # type: ignore[arg-type]  # float16/32/64 widen exactly
     return None
 
 

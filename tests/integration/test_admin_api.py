@@ -137,7 +137,7 @@ def test_a_pitfall_that_passes_every_test_is_refused_by_name(admin_client: TestC
     assert response.status_code == 422, response.text
     [error] = response.json()["errors"]
     assert error.startswith("harmless-pitfall.yaml:")
-    assert "pitfalls.0: pitfall 'forgot the factor' passes every test" in error
+    assert "pitfalls.1: pitfall 'forgot the factor' passes every test" in error
     assert admin_client.get("/api/problems/harmless-pitfall").status_code == 404
 
 

@@ -22,7 +22,7 @@ from tests.conftest import PROBLEMS_DIR
 pytestmark = pytest.mark.docker
 
 PROBLEM_FILES = sorted(PROBLEMS_DIR.glob("*.yaml"))
-STEPS = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]
+STEPS = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]  # alternatives: skipped when none
 
 
 def run_check(data_dir: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
@@ -125,7 +125,7 @@ def test_bad_files_fail_naming_file_line_and_field(tmp_path: Path) -> None:
         f"{broken}:{raise_line}: reference: the reference fails test 2 'four ones': ValueError: the author's bug"
     ) in out
     pitfall_line = line_of(HARMLESS_PITFALL, "- name: added")
-    assert f"{harmless}:{pitfall_line}: pitfalls.0: pitfall 'added the input to itself' passes every test" in out
+    assert f"{harmless}:{pitfall_line}: pitfalls.1: pitfall 'added the input to itself' passes every test" in out
     assert re.search(rf"^          {re.escape(str(unparsable))}:\d+: YAML syntax error", out, re.M), out
     assert "3 of 3 problem files failed" in result.stderr
     assert leftover_containers(tmp_path / "data") == []

@@ -124,7 +124,7 @@ def test_schema_errors_name_line_and_field(client: TestClient, problem_yaml, mut
     response = client.put("/api/problems/tiny-problem", content=text, headers=AUTH)
     assert response.status_code == 422
     [error] = response.json()["errors"]
-    assert error.startswith(f"tiny-problem.yaml:{line_of(text, 'weight: -1')}: tests.1.weight: ")
+    assert error.startswith(f"tiny-problem.yaml:{line_of(text, 'weight: -1')}: tests.2.weight: ")
 
 
 @pytest.mark.parametrize(

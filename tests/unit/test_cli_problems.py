@@ -42,7 +42,7 @@ def test_a_bad_file_fails_with_file_line_and_field(tmp_path: Path, problem_yaml,
     bad.write_text(text)
     assert main(["problems", "check", "--schema-only", str(good), str(bad)]) == 1
     captured = capsys.readouterr()
-    assert f"{bad}:{line_of(text, 'weight: 0')}: tests.1.weight: Input should be greater than 0" in captured.out
+    assert f"{bad}:{line_of(text, 'weight: 0')}: tests.2.weight: Input should be greater than 0" in captured.out
     assert "  FAIL  schema" in captured.out
     assert f"1 of 2 problem files failed: {bad}" in captured.err
 

@@ -218,11 +218,50 @@ def test_complex_tensors_compare_both_parts() -> None:
     strict_json(compare(tensor([1 + 2j], "complex64"), tensor([1 + 3j], "complex64")).details)
 
 
+def test_an_int_where_a_float_is_expected_is_that_number() -> None:
+    assert compare(1.0, 1).passed
+    assert compare(2.5, 2).details["reason"] == "values differ"
+    assert compare(math.inf, 10**400).passed  # too large for a float: an infinity, not an exception
+    assert not compare(1.0, 10**400).passed
+
+
+@pytest.mark.parametrize(
+    ("dtype", "error", "passes"),
+    [
+        ("float32", 1e-3, False),
+        ("float16", 1e-3, True),  # 2 eps = 1.95e-3
+        ("float16", 5e-3, False),
+        ("bfloat16", 1e-2, True),  # 2 eps = 1.56e-2
+        ("bfloat16", 3e-2, False),
+        ("float8_e4m3fn", 0.2, True),  # 2 eps = 0.25
+        ("float8_e4m3fn", 0.4, False),
+    ],
+)
+def test_the_default_tolerance_widens_with_the_dtype(dtype: str, error: float, passes: bool) -> None:
+    expected, got = tensor([1.0, -2.0], dtype), tensor([1.0 + error, -2.0 * (1 + error)], dtype)
+    assert compare(expected, got).passed is passes
+
+
+def test_a_tolerance_the_test_gives_is_not_widened() -> None:
+    expected, got = tensor([10.0], "bfloat16"), tensor([10.1], "bfloat16")
+    assert compare(expected, got).passed
+    assert not compare(expected, got, Tolerance(rtol=1e-3)).passed  # atol widened, rtol as given
+    assert not compare(expected, got, Tolerance(rtol=1e-3, atol=1e-3)).passed
+
+
+def test_rounding_compares_the_rounded_values() -> None:
+    rounded = Tolerance(rtol=0.0, atol=0.0, decimals=3)
+    assert compare(0.12345, 0.1234501, rounded).passed
+    assert not compare(0.1234, 0.1235, rounded).passed
+    assert compare(tensor([1.00049, 2.0]), tensor([1.0004, 2.0001]), rounded).passed
+    assert compare(tensor([1.0], "float64"), tensor([1.002], "float64"), rounded).details["round"] == 3
+
+
 @pytest.mark.parametrize(
     ("expected", "got"),
     [
         pytest.param(1, 1.0, id="int-vs-float"),
-        pytest.param(1.0, 1, id="float-vs-int"),
+        pytest.param(1.0, True, id="float-vs-bool"),
         pytest.param(True, 1, id="bool-vs-int"),
         pytest.param(0, False, id="int-vs-bool"),
         pytest.param([1, 2], (1, 2), id="list-vs-tuple"),

@@ -22,10 +22,10 @@ from grader.problems.registry import parse_problem
 from grader.sandboxes.container import JobOutcome, SandboxLost
 from grader.sandboxes.protocol import LoadHeader
 from grader.sandboxes.protocol import TestHeader as RunnerTestHeader
-from grader.sandboxes.values import Tensor
+from grader.sandboxes.values import Opaque, Tensor
 
 SOURCE = "tiny.yaml"
-STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "tolerances"]
+STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances"]
 Outputs = Callable[[int], list[Any]]  # call number (0-based, per module) -> one value per test
 CURRENT_JOB: list[Any] = [None]  # the job being answered: a script can look at its tests' seeds
 
@@ -37,6 +37,8 @@ def _encode(value: Any, arrays: list[np.ndarray]) -> dict[str, Any]:
         return {"t": "tensor", "dtype": str(value.dtype), "shape": list(value.shape)}
     if value is None:
         return {"t": "none"}
+    if isinstance(value, Opaque):
+        return {"t": "opaque", "type": value.type_name}
     if isinstance(value, bool):
         return {"t": "bool", "v": value}
     if isinstance(value, int):
@@ -215,7 +217,7 @@ def test_an_invalid_file_starts_no_sandbox(settings, problem_yaml, mutate, line_
     assert schema.status == StepStatus.FAILED
     [error] = schema.errors
     assert error.startswith(f"{SOURCE}:{line_of(text, 'difficulty: trivial')}: difficulty: ")
-    assert [s.status for s in report.steps[1:]] == [StepStatus.SKIPPED] * 5
+    assert [s.status for s in report.steps[1:]] == [StepStatus.SKIPPED] * 6
 
 
 def test_schema_only_stops_after_the_schema(settings, problem_yaml) -> None:
@@ -235,7 +237,7 @@ def test_a_reference_that_raises_names_the_reference_line(settings, tiny, proble
     [error] = reference.errors
     assert error_line(error) == line_of(problem_yaml, "return 2 * x")
     assert "reference: the reference fails test 2 'second': ValueError: boom" in error
-    assert [s.status for s in report.steps[2:]] == [StepStatus.SKIPPED] * 4
+    assert [s.status for s in report.steps[2:]] == [StepStatus.SKIPPED] * 5
 
 
 def test_a_test_that_raises_in_its_own_code_names_that_line(settings, tiny, problem_yaml, make_body, line_of) -> None:
@@ -245,7 +247,7 @@ def test_a_test_that_raises_in_its_own_code_names_that_line(settings, tiny, prob
     report, _ = Harness(settings, script, make_body).check(problem_yaml)
     [error] = step(report, "reference").errors
     assert error_line(error) == line_of(problem_yaml, "double(torch.ones(3))")
-    assert ": tests.0.code: the reference fails test 1 'first'" in error
+    assert ": tests.1.code: the reference fails test 1 'first'" in error
 
 
 def test_a_reference_that_times_out(settings, tiny, problem_yaml, make_body) -> None:
@@ -287,7 +289,7 @@ def test_a_pitfall_that_passes_every_test_is_named(settings, tiny, problem_yaml,
     pitfalls = step(report, "pitfalls")
     assert pitfalls.status == StepStatus.FAILED
     assert pitfalls.errors == [
-        f"{SOURCE}:{line_of(problem_yaml, '- name: identity')}: pitfalls.0: pitfall 'identity' passes every test"
+        f"{SOURCE}:{line_of(problem_yaml, '- name: identity')}: pitfalls.1: pitfall 'identity' passes every test"
     ]
     assert pitfalls.summary == "0/1 fail at least one test"
 
@@ -325,7 +327,7 @@ def test_a_pitfall_that_does_not_load_is_an_error(settings, tiny, problem_yaml, 
     script[problem.pitfalls[0].code] = lambda n: LoadHeader(status="compile_error", message="missing function: x")
     report, _ = Harness(settings, script, make_body).check(problem_yaml)
     [error] = step(report, "pitfalls").errors
-    assert "pitfalls.0.code: pitfall 'identity' does not load" in error and "never be shown" in error
+    assert "pitfalls.1.code: pitfall 'identity' does not load" in error and "never be shown" in error
 
 
 def test_an_accepted_starter_code_is_an_error(settings, tiny, problem_yaml, make_body, line_of) -> None:

@@ -109,26 +109,26 @@ def test_missing_required_field(problem_yaml, mutate) -> None:
 def test_missing_required_test_field(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, '    code: |\n      return {"out": double(torch.zeros(2))}\n', "")
     line = only_line(refuse(text))
-    assert line.startswith(f"{SOURCE}:{line_of(text, 'name: second')}: tests.1.code: ")
+    assert line.startswith(f"{SOURCE}:{line_of(text, 'name: second')}: tests.2.code: ")
 
 
 def test_wrong_value_on_a_nested_test_field_names_that_line(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, "    weight: 2", "    weight: -1")
     line = only_line(refuse(text))
-    assert line.startswith(f"{SOURCE}:{line_of(text, 'weight: -1')}: tests.1.weight: ")
+    assert line.startswith(f"{SOURCE}:{line_of(text, 'weight: -1')}: tests.2.weight: ")
     assert "greater than 0" in line
 
 
 def test_wrong_type_on_a_nested_test_field(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, "  - name: second\n", "  - name: second\n    visible: maybe\n")
     line = only_line(refuse(text))
-    assert line.startswith(f"{SOURCE}:{line_of(text, 'visible: maybe')}: tests.1.visible: ")
+    assert line.startswith(f"{SOURCE}:{line_of(text, 'visible: maybe')}: tests.2.visible: ")
 
 
 def test_wrong_type_deep_in_a_check(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, "rtol: 1.0e-5", "rtol: lots")
     line = only_line(refuse(text))
-    assert line.startswith(f"{SOURCE}:{line_of(text, 'rtol: lots')}: tests.0.check.out.rtol: ")
+    assert line.startswith(f"{SOURCE}:{line_of(text, 'rtol: lots')}: tests.1.check.out.rtol: ")
 
 
 def test_bad_id_pattern(problem_yaml, mutate) -> None:
@@ -167,7 +167,7 @@ def test_test_code_that_does_not_compile(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, 'return {"out": double(torch.zeros(2))}', 'return {"out": double(torch.zeros(2)}')
     line = only_line(refuse(text))
     code_line = line_of(text, "    code: |", occurrence=2)  # the second test's code key
-    assert line.startswith(f"{SOURCE}:{code_line}: tests.1.code: ")
+    assert line.startswith(f"{SOURCE}:{code_line}: tests.2.code: ")
     assert "does not compile" in line and "line 1" in line
 
 
@@ -178,7 +178,7 @@ def test_test_code_error_names_the_line_inside_the_code(problem_yaml, mutate) ->
         '      x = 1\n      y = 2\n      return {"out": double(torch.ones(3)) +}\n',
     )
     line = only_line(refuse(text))
-    assert "tests.0.code" in line and "line 3" in line
+    assert "tests.1.code" in line and "line 3" in line
 
 
 def test_reference_that_does_not_compile(problem_yaml, mutate, line_of) -> None:
@@ -204,7 +204,7 @@ def test_unknown_extra_field(problem_yaml, mutate, line_of) -> None:
 def test_unknown_extra_field_in_a_test(problem_yaml, mutate, line_of) -> None:
     text = mutate(problem_yaml, "    weight: 2", "    weight: 2\n    hidden: true")
     line = only_line(refuse(text))
-    assert line.startswith(f"{SOURCE}:{line_of(text, 'hidden: true')}: tests.1.hidden: ")
+    assert line.startswith(f"{SOURCE}:{line_of(text, 'hidden: true')}: tests.2.hidden: ")
 
 
 def test_bad_entry_point(problem_yaml, mutate) -> None:
@@ -219,7 +219,7 @@ def test_every_error_in_a_file_is_reported(problem_yaml, mutate, line_of) -> Non
     lines = str(error).splitlines()
     assert len(lines) == 2
     assert lines[0].startswith(f"{SOURCE}:{line_of(text, 'difficulty: trivial')}: difficulty: ")
-    assert lines[1].startswith(f"{SOURCE}:{line_of(text, 'weight: 0')}: tests.1.weight: ")
+    assert lines[1].startswith(f"{SOURCE}:{line_of(text, 'weight: 0')}: tests.2.weight: ")
 
 
 @pytest.mark.parametrize(

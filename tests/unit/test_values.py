@@ -156,6 +156,8 @@ def test_tensor_round_trip(make_body, tensor_node, dtype_name: str, shape: tuple
 def test_every_dtype_is_tested() -> None:
     # The parametrisation above covers DTYPES as it is; this pins the wire names the runner sends.
     assert set(DTYPES) == {
+        "float8_e4m3fn",
+        "float8_e5m2",
         "float16",
         "bfloat16",
         "float32",

@@ -80,7 +80,7 @@ def test_problem_page_never_shows_the_reference_hidden_tests_or_pitfalls(client:
     html = client.get("/problems/embedding-layer").text
     assert "return embedding(tokens) * math.sqrt(d_model)" not in html  # the reference's body
     assert "d_model = 1024 (the big Transformer)" not in html  # a hidden test's name
-    assert "the paper's table, 37000 x 512" not in html
+    assert "the paper's sizes, a vocabulary of 37000 and d_model = 512" not in html
     assert "forgot the sqrt(d_model) scaling" not in html  # a pitfall's name
     assert "multiply it by math.sqrt(d_model)" not in html  # a pitfall's hint
     assert "hidden" in html  # only their number is told
