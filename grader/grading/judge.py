@@ -101,7 +101,9 @@ def judge_module(
 
 def _hint(problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
     try:
-        return pitfall_hint(problem, expected.pitfalls, run, tests, lambda i, a, b: compare(problem, i, a, b))
+        return pitfall_hint(
+            problem, expected.reference, expected.pitfalls, run, tests, lambda i, a, b: compare(problem, i, a, b)
+        )
     except Exception:  # a hint is a courtesy: its failure must not cost the verdict
         log.exception("matching pitfalls failed")
         return None

@@ -204,7 +204,14 @@ def pitfalls_step(
                 f"pitfall {pitfall.name!r} first fails test {first.index + 1} with {KIND[first.status]} "
                 f"({first.message}); a test it answers wrongly first gives a clearer report"
             )
-        shown = matching_pitfall(expected.pitfalls, run, verdict.tests, lambda i, a, b: compare(problem, i, a, b))
+        shown = matching_pitfall(
+            problem,
+            expected.reference,
+            expected.pitfalls,
+            run,
+            verdict.tests,
+            lambda i, a, b: compare(problem, i, a, b),
+        )
         if shown != index:
             step.warnings.append(
                 f"a submission that makes pitfall {pitfall.name!r} gets the hint of {pitfalls[shown].name!r} instead"

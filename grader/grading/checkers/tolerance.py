@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from grader.grading.checkers import Checker
-from grader.grading.compare import Comparison, Tolerance, compare_outputs
+from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values
 from grader.grading.expressions import (
     Expression,
     ExpressionError,
@@ -106,6 +106,36 @@ class KeyCheck(BaseModel):
             reason = f"{key}: the expected value {self._expect.text!r} cannot be computed: {failure_text(exc)}"
             return None, Comparison(False, {"path": key, "reason": reason})
 
+    def failing(self, key: str, names: dict[str, Any], got: Any) -> frozenset[str]:
+        """The properties of `got` that fail: each `holds` expression that is not true, or `expect` when the
+        value is not the one it computes (for a key with neither, nothing)."""
+        if self._expect is not None:
+            expected, problem = self.expected_from(key, names, got)
+            passed = problem is None and compare_values(key, expected, got, self.tolerance()).passed
+            return frozenset() if passed else frozenset({self._expect.text})
+        return frozenset(expression.text for expression in self._holds if _fails(expression, names))
+
+
+def _fails(expression: Expression, names: dict[str, Any]) -> bool:
+    """True when a `holds` expression is false, or cannot be evaluated."""
+    try:
+        return not truth(expression.evaluate(names))
+    except Exception:  # noqa: BLE001 - hostile values may make any expression raise
+        return True
+
+
+def properties(got: Any, check: Mapping[str, BaseModel]) -> dict[str, frozenset[str]]:
+    """Each key checked with `expect` or `holds` that `got` has, and its properties that fail."""
+    if not isinstance(got, dict):
+        return {}
+    options = {
+        key: value
+        for key, value in check.items()
+        if isinstance(value, KeyCheck) and (value.expect is not None or value.holds is not None) and key in got
+    }
+    names = expression_names(got) if options else {}
+    return {key: value.failing(key, names, got[key]) for key, value in options.items()}
+
 
 def compare(expected: Any, got: Any, check: Mapping[str, BaseModel]) -> Comparison:
     options = {key: value for key, value in check.items() if isinstance(value, KeyCheck)}
@@ -136,4 +166,5 @@ CHECKER = Checker(
     description="floats within rtol/atol (per returned key), everything else exactly; round, expect and holds per key",
     options=KeyCheck,
     rule=compare,
+    properties=properties,
 )

@@ -1,0 +1,12 @@
+# pitfall: scaled by d_model instead of sqrt(d_model)
+import math
+
+import torch.nn as nn
+
+
+def create_embedding_layer(vocab_size, d_model):
+    return nn.Embedding(vocab_size, d_model)
+
+
+def embed_tokens(embedding, tokens, d_model):
+    return embedding(tokens) * math.sqrt(d_model) ** 2
