@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The scale-out stack end to end: builds the images, brings docker-compose.yml up (proxy, API, two workers,
-# Redis with a password, PostgreSQL) under a project name of its own on a free port, waits for every
-# service to be healthy, then drives it through the proxy (scripts/e2e_compose_checks.py): grades the
+# The scale-out stack end to end: builds the images, brings docker-compose.yml up (proxy, API, three
+# workers of one sandbox each, Redis with a password, PostgreSQL) under a project name of its own on a
+# free port, waits for every service to be healthy, then drives it through the proxy (scripts/e2e_compose_checks.py): grades the
 # reference of embedding-layer, runs it (POST /api/runs), uploads a problem and grades a submission of it,
 # sends a slow request and an oversized chunked body, and kills the worker grading one submission three
 # times to see it end as internal_error. Tears it all down again (volumes included), also on failure.
@@ -24,6 +24,9 @@ export GRADER_ADMIN_TOKEN
 GRADER_ADMIN_TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 # A killed worker's submission is taken back after its lease: short here, so three kills take a minute.
 export GRADER_LEASE_S=10
+# Three small workers: while a killed one restarts (its sandbox warming up), another is ready to take over.
+export TORCHJUDGE_WORKER_POOL_SIZE=1
+workers=3
 dc() { "${compose[@]}" -p "$project" -f docker-compose.yml "$@"; }
 
 teardown() {
@@ -41,8 +44,8 @@ trap teardown EXIT
 echo "==> $project: checking docker-compose.yml"
 dc config -q
 
-echo "==> $project: up (proxy, api, 2 workers, redis, postgres); the proxy on 127.0.0.1:$port, nothing else published"
-dc up -d --scale worker=2 >/dev/null 2>&1
+echo "==> $project: up (proxy, api, $workers workers, redis, postgres); the proxy on 127.0.0.1:$port, nothing else published"
+dc up -d --scale worker=$workers >/dev/null 2>&1
 
 healthy() {  # healthy SERVICE COUNT
     local ids id count=0
@@ -60,14 +63,14 @@ crashed() {  # a container that exited or restarted will not get healthy: fail n
     return 1
 }
 started=$(date +%s)
-until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker 2 && healthy proxy 1; do
+until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker $workers && healthy proxy 1; do
     if crashed; then
         echo "a service crashed" >&2
         dc ps >&2
         exit 1
     fi
-    if [ $(($(date +%s) - started)) -gt 300 ]; then
-        echo "the stack was not healthy within 300 s" >&2
+    if [ $(($(date +%s) - started)) -gt 420 ]; then
+        echo "the stack was not healthy within 420 s" >&2
         dc ps >&2
         exit 1
     fi
