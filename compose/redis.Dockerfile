@@ -9,12 +9,11 @@ RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin
     && rm -rf /tmp/debs /var/lib/apt/lists/* /var/cache/apt/* /usr/sbin/policy-rc.d \
     && mkdir -p /data && chown redis:redis /data
 
+COPY redis-entrypoint.sh /usr/local/bin/redis-entrypoint.sh
 USER redis
 WORKDIR /data
 VOLUME /data
 EXPOSE 6379
-HEALTHCHECK --interval=5s --timeout=3s --retries=10 CMD redis-cli ping | grep -q PONG
-# Append-only persistence: queued messages survive a restart of the broker. No password: the port is
-# reachable only on the compose network (docker-compose.yml publishes nothing of Redis).
-CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--dir", "/data", \
-     "--appendonly", "yes", "--save", ""]
+# A password always (REDIS_PASSWORD), although the port is reachable only on the compose network.
+HEALTHCHECK --interval=5s --timeout=3s --retries=10 CMD REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping | grep -q PONG
+ENTRYPOINT ["/usr/local/bin/redis-entrypoint.sh"]

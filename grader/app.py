@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from grader.api.admin import admin_router
 from grader.api.events import events_router
+from grader.api.forwarded import ForwardedMiddleware
 from grader.api.health import health_router
 from grader.api.limits import BodyLimitMiddleware, route_caps
 from grader.api.me import me_router
@@ -51,6 +52,8 @@ def create_app(settings: Settings | None = None, components: Components | None =
     )
     # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
     app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
+    # Outermost: the client's address, as a trusted proxy names it (GRADER_TRUSTED_PROXIES).
+    app.add_middleware(ForwardedMiddleware, proxies=settings.proxies)
     app.state.waiters = waiter_slots(settings.max_waiters)
     app.state.streams = stream_slots(settings.max_streams)
     if components is not None:

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import partial
+from typing import Any, Literal
 
 from sqlalchemy import text
 
@@ -32,9 +34,10 @@ from grader.grading.grader import Grader
 from grader.grading.model import ProblemSpec
 from grader.grading.seeds import SeedPool, draws_fresh
 from grader.metrics import Metrics
-from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry
-from grader.problems.uploads import Uploads
+from grader.problems.check import CheckReport, SandboxUnavailable
+from grader.problems.check_report import check_seeds
+from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
+from grader.problems.uploads import CheckTimeout, Uploads, check_upload
 from grader.problems.watcher import ProblemWatcher
 from grader.queue import Dispatcher
 from grader.queue.leases import Leases
@@ -47,8 +50,8 @@ from grader.submissions.intake import Intake
 from grader.submissions.notifier import Notifier
 from grader.submissions.processing import Processor
 from grader.submissions.regrade import regrade
-from grader.submissions.runs import Runs
-from grader.submissions.submitters import SubmitterAuth
+from grader.submissions.runs import RunPublic, RunRequest, Runs
+from grader.submissions.submitters import Refused, SubmitterAuth
 from grader.submissions.webhooks import Deliverer
 
 log = logging.getLogger(__name__)
@@ -218,7 +221,10 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     processor = Processor(
         settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
     )
-    dispatcher = _dispatcher(settings, role, db, notifier, processor)
+    runs = Runs(settings, pool, references)
+    calls = _calls(settings, registry, watcher, expected, runs) if role == "worker" else {}
+    dispatcher = _dispatcher(settings, role, db, notifier, processor, calls)
+    check = _upload_check(settings, grades_here, dispatcher, expected, runs)
     return Components(
         settings=settings,
         role=role,
@@ -236,22 +242,102 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         processor=processor,
         dispatcher=dispatcher,
         intake=Intake(settings, db, registry, dispatcher, notifier, metrics, seeds),
-        uploads=Uploads(db, registry, watcher, lambda: ProblemChecker(settings)),
-        runs=Runs(settings, pool, references),
+        uploads=Uploads(db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p))),
+        runs=runs,
         webhooks=webhooks,
         submitters=SubmitterAuth(settings),
     )
 
 
 def _dispatcher(
-    settings: Settings, role: Literal["server", "worker"], db: Database, notifier: Notifier, processor: Processor
+    settings: Settings,
+    role: Literal["server", "worker"],
+    db: Database,
+    notifier: Notifier,
+    processor: Processor,
+    calls: dict[str, Call],
 ) -> Dispatcher:
     if settings.queue == "local":
         return LocalQueue(processor.process, workers=settings.pool_size, max_size=settings.max_queue)
     from grader.queue.celery_app import CeleryDispatcher
 
     if role == "worker":  # workers publish progress; the API relays it to its own waiters
-        dispatcher = CeleryDispatcher(settings, db, handler=processor.process)
+        dispatcher = CeleryDispatcher(settings, db, handler=processor.process, calls=calls)
         notifier.relay = dispatcher.publish
         return dispatcher
     return CeleryDispatcher(settings, db, on_progress=notifier.wake)
+
+
+# -- under Celery: an upload's check and a run, as calls answered by a worker ---------------------------
+Call = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _calls(
+    settings: Settings, registry: Registry, watcher: ProblemWatcher, expected: ExpectedCache, runs: Runs
+) -> dict[str, Call]:
+    """What a worker answers: the check (seeding the expected outputs, in the shared database) and runs."""
+
+    def check(payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            report = check_upload(settings, expected, str(payload["text"]), str(payload["source"]))
+        except SandboxUnavailable as exc:
+            return {"unavailable": str(exc)}
+        return {"report": report.model_dump(mode="json")}
+
+    def run(payload: dict[str, Any]) -> dict[str, Any]:
+        problem = registry.get(payload["problem_id"])
+        if problem is None or problem.version != payload["version"]:
+            watcher.poll_now()  # uploaded or changed since this worker last looked
+            problem = registry.get(payload["problem_id"])
+        if problem is None or problem.version != payload["version"]:
+            return {"refused": [409, f"problem {payload['problem_id']!r} changed while the run waited; run it again"]}
+        try:
+            return {"run": runs.execute(problem, RunRequest.model_validate(payload["request"])).model_dump(mode="json")}
+        except Refused as refused:
+            return {"refused": [refused.status, refused.detail]}
+
+    from grader.queue.celery_app import CHECK_TASK, RUN_TASK
+
+    return {CHECK_TASK: check, RUN_TASK: run}
+
+
+def _upload_check(
+    settings: Settings, grades_here: bool, dispatcher: Dispatcher, expected: ExpectedCache, runs: Runs
+) -> Callable[[str, str], CheckReport]:
+    """An upload's check here; in a Celery-mode API, the check and runs become calls to the workers."""
+    if grades_here:
+        return partial(check_upload, settings, expected)
+    runs.remote = partial(_remote_run, dispatcher, settings.run_timeout_s)
+    return partial(_remote_check, dispatcher, settings.upload_check_timeout_s)
+
+
+def _remote_check(dispatcher: Any, timeout_s: float, text: str, source: str) -> CheckReport:
+    from grader.queue.celery_app import CHECK_TASK, RemoteTimeout, RemoteUnavailable
+
+    try:
+        answer = dispatcher.call(CHECK_TASK, {"text": text, "source": source}, timeout_s)
+    except RemoteTimeout as exc:
+        raise CheckTimeout(f"no worker finished its check within {timeout_s:g} s") from exc
+    except RemoteUnavailable as exc:
+        raise SandboxUnavailable(str(exc)) from exc
+    if "report" not in answer:
+        raise SandboxUnavailable(str(answer.get("unavailable") or answer.get("error") or "the worker sent no report"))
+    return CheckReport.model_validate(answer["report"])
+
+
+def _remote_run(dispatcher: Any, timeout_s: float, problem: LoadedProblem, request: RunRequest) -> RunPublic:
+    from grader.queue.celery_app import RUN_TASK, RemoteTimeout, RemoteUnavailable
+
+    payload = {"problem_id": problem.id, "version": problem.version, "request": request.model_dump(mode="json")}
+    try:
+        answer = dispatcher.call(RUN_TASK, payload, timeout_s)
+    except RemoteTimeout:
+        raise Refused(504, f"no worker ran it within {timeout_s:g} s; try again") from None
+    except RemoteUnavailable as exc:
+        raise Refused(503, f"cannot run now: {exc}", headers={"Retry-After": "5"}) from None
+    if "run" in answer:
+        return RunPublic.model_validate(answer["run"])
+    if "refused" in answer:
+        status, detail = answer["refused"]
+        raise Refused(int(status), str(detail), headers={"Retry-After": "5"} if status == 503 else None)
+    raise Refused(503, f"the run failed on the worker: {answer.get('error', '?')}", headers={"Retry-After": "5"})

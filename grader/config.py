@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     # A queued submission still waiting after this long has its message sent again, in case the broker
     # lost it (a Redis restart without persistence, an API killed between storing and sending).
     redispatch_after_s: float = Field(600.0, ge=5)
+    # With GRADER_QUEUE=celery, an upload's check and a run (POST /api/runs) are tasks on a worker; the API
+    # waits this long for the answer, then answers 504 (nothing stored).
+    upload_check_timeout_s: float = Field(300.0, ge=5, le=3600)
+    run_timeout_s: float = Field(120.0, ge=5, le=3600)
     # A worker's own HTTP endpoint: /metrics for Prometheus and /healthz; 0 turns it off.
     worker_http_port: int = Field(9100, ge=0, le=65535)
     # Names the worker (Celery node name, its sandbox containers' owner); empty: the host name.
@@ -55,8 +59,12 @@ class Settings(BaseSettings):
     # Submitter API keys, comma-separated. Empty: anyone may submit. Set: POST /api/submissions needs
     # `Authorization: Bearer <key>` or `X-API-Key: <key>`, and only a hash of the key is stored.
     api_keys: str = ""
-    # Submissions per API key per minute (a sliding window over the stored submissions); 0: no limit.
+    # Submissions per API key per minute, and per client address for anonymous submitters (a sliding
+    # window over the stored submissions); 0: no limit.
     rate_limit_per_minute: int = Field(0, ge=0)
+    # Who may say who the client is: peers (IP addresses, networks such as 10.0.0.0/8, or host names,
+    # looked up again every 30 s) whose X-Forwarded-For is believed. Empty: the peer is the client.
+    trusted_proxies: str = ""
 
     # HTTP, per API process. A request's headers must be complete this long after its connection opens
     # (or after its first byte, on a kept-alive connection), and its body this long after its headers;
@@ -145,6 +153,10 @@ class Settings(BaseSettings):
                 " waiting for verdicts and event streams cannot take every connection"
             )
         return self
+
+    @property
+    def proxies(self) -> list[str]:
+        return [entry.strip() for entry in self.trusted_proxies.split(",") if entry.strip()]
 
     @property
     def webhook_hosts(self) -> set[str]:

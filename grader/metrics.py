@@ -75,6 +75,12 @@ class Metrics:
             "Submissions queued again because their worker's lease ran out (a worker lost mid-grading)",
             registry=self.registry,
         )
+        self.given_up = Counter(
+            "torchjudge_submissions_given_up",
+            "Submissions ended as internal_error because their grading was started GRADER_MAX_ATTEMPTS times"
+            " without finishing (their grader lost each time)",
+            registry=self.registry,
+        )
         self.registry.register(_StateCollector(db, queue_depth, pool_status))
 
     def render(self) -> bytes:

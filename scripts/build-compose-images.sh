@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the images docker-compose.yml runs, offline (no registry answers on these machines):
 #   torchjudge-service   Dockerfile: the API and the workers
-#   torchjudge-redis     compose/redis.Dockerfile: Debian's redis-server
+#   torchjudge-redis     compose/redis.Dockerfile: Debian's redis-server, with a password
+#   torchjudge-proxy     compose/proxy.Dockerfile: Debian's nginx-light, the front door
 #   torchjudge-postgres  compose/postgres.Dockerfile: Debian's postgresql-15
 # Debian packages are fetched by apt in a throwaway debian:bookworm-slim container and Python packages
 # come from a wheelhouse prepared here on the host; `docker build` itself runs with --network none.
@@ -52,11 +53,21 @@ current() {
 }
 
 # -- torchjudge-redis ----------------------------------------------------------------------------------
-hash=$(inputs_hash compose/redis.Dockerfile)
+hash=$(inputs_hash compose/redis.Dockerfile compose/redis-entrypoint.sh)
 if [ "$(current torchjudge-redis)" != "$hash" ]; then
     echo "==> building torchjudge-redis"
     fetch_debs "$cache/redis/debs" redis-server
+    cp compose/redis-entrypoint.sh "$cache/redis/"
     build torchjudge-redis "$cache/redis" compose/redis.Dockerfile "$hash"
+fi
+
+# -- torchjudge-proxy ----------------------------------------------------------------------------------
+hash=$(inputs_hash compose/proxy.Dockerfile compose/nginx.conf)
+if [ "$(current torchjudge-proxy)" != "$hash" ]; then
+    echo "==> building torchjudge-proxy"
+    fetch_debs "$cache/proxy/debs" nginx-light
+    cp compose/nginx.conf "$cache/proxy/"
+    build torchjudge-proxy "$cache/proxy" compose/proxy.Dockerfile "$hash"
 fi
 
 # -- torchjudge-postgres -------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The scale-out stack end to end: builds the images, brings docker-compose.yml up (two workers) under a
-# project name of its own on a free port, waits for every service to be healthy, grades the reference
-# solution of embedding-layer through the API with ?wait=60, checks it is accepted, and tears it all
-# down again (volumes included), also when something fails.
+# The scale-out stack end to end: builds the images, brings docker-compose.yml up (proxy, API, three
+# workers of one sandbox each, Redis with a password, PostgreSQL) under a project name of its own on a
+# free port, waits for every service to be healthy, then drives it through the proxy (scripts/e2e_compose_checks.py): grades the
+# reference of embedding-layer, runs it (POST /api/runs), uploads a problem and grades a submission of it,
+# sends a slow request and an oversized chunked body, and kills the worker grading one submission three
+# times to see it end as internal_error. Tears it all down again (volumes included), also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,7 @@ scripts/ensure-docker.sh
 scripts/ensure-base-image.sh
 scripts/build-sandbox-image.sh
 scripts/build-compose-images.sh
+scripts/compose-env.sh
 read -r -a compose <<< "$(scripts/ensure-compose.sh)"
 
 project="torchjudge-e2e-$$"
@@ -17,6 +20,13 @@ port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0
 export TORCHJUDGE_PORT=$port
 export DOCKER_GID
 DOCKER_GID=$(stat -c %g /var/run/docker.sock)
+export GRADER_ADMIN_TOKEN
+GRADER_ADMIN_TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+# A killed worker's submission is taken back after its lease: short here, so three kills take a minute.
+export GRADER_LEASE_S=10
+# Three small workers: while a killed one restarts (its sandbox warming up), another is ready to take over.
+export TORCHJUDGE_WORKER_POOL_SIZE=1
+workers=3
 dc() { "${compose[@]}" -p "$project" -f docker-compose.yml "$@"; }
 
 teardown() {
@@ -34,8 +44,8 @@ trap teardown EXIT
 echo "==> $project: checking docker-compose.yml"
 dc config -q
 
-echo "==> $project: up (api, 2 workers, redis, postgres) on 127.0.0.1:$port"
-dc up -d --scale worker=2 >/dev/null 2>&1
+echo "==> $project: up (proxy, api, $workers workers, redis, postgres); the proxy on 127.0.0.1:$port, nothing else published"
+dc up -d --scale worker=$workers >/dev/null 2>&1
 
 healthy() {  # healthy SERVICE COUNT
     local ids id count=0
@@ -53,14 +63,14 @@ crashed() {  # a container that exited or restarted will not get healthy: fail n
     return 1
 }
 started=$(date +%s)
-until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker 2; do
+until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker $workers && healthy proxy 1; do
     if crashed; then
         echo "a service crashed" >&2
         dc ps >&2
         exit 1
     fi
-    if [ $(($(date +%s) - started)) -gt 300 ]; then
-        echo "the stack was not healthy within 300 s" >&2
+    if [ $(($(date +%s) - started)) -gt 420 ]; then
+        echo "the stack was not healthy within 420 s" >&2
         dc ps >&2
         exit 1
     fi
@@ -68,37 +78,11 @@ until healthy redis 1 && healthy postgres 1 && healthy api 1 && healthy worker 2
 done
 echo "==> healthy after $(($(date +%s) - started)) s"
 
-.venv/bin/python - "$port" <<'PY'
-import json
-import sys
-import time
-import urllib.request
+published=$(docker ps --filter "label=com.docker.compose.project=$project" --format '{{.Names}} {{.Ports}}' | grep -- '->' || true)
+echo "==> published ports: $published"
+[ "$(echo "$published" | grep -c -- '->')" = 1 ] && echo "$published" | grep -q proxy
 
-import yaml
-
-base = f"http://127.0.0.1:{sys.argv[1]}"
-reference = yaml.safe_load(open("problems/embedding-layer.yaml"))["reference"]
-body = json.dumps({"problem_id": "embedding-layer", "source": reference}).encode()
-request = urllib.request.Request(
-    f"{base}/api/submissions?wait=60", data=body, headers={"content-type": "application/json"}
-)
-started = time.monotonic()
-with urllib.request.urlopen(request, timeout=90) as response:
-    status, verdict = response.status, json.load(response)
-took = time.monotonic() - started
-print(f"POST /api/submissions?wait=60 -> {status} {verdict['status']} score {verdict['score']} in {took:.2f} s")
-passed = sum(test["status"] == "passed" for test in verdict["tests"])
-print(f"  {passed}/{len(verdict['tests'])} tests passed, submission {verdict['id']}")
-assert status == 200 and verdict["status"] == "accepted", verdict
-with urllib.request.urlopen(f"{base}/api/submissions/{verdict['id']}", timeout=10) as response:
-    assert json.load(response)["status"] == "accepted"
-with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
-    metrics = response.read().decode()
-assert 'torchjudge_submissions{status="accepted"} 1.0' in metrics, metrics
-with urllib.request.urlopen(f"{base}/healthz", timeout=10) as response:
-    health = json.load(response)
-print(f"  /healthz: ready={health['ready']} queue={health['queue']} depth={health['queue_depth']}")
-PY
+.venv/bin/python scripts/e2e_compose_checks.py "$port" "$GRADER_ADMIN_TOKEN" "$project"
 
 graded_by=$(dc logs --no-color worker 2>/dev/null | grep -o '"message": "graded: [^"]*"' | head -n 1 || true)
 echo "==> a worker's log: ${graded_by:-?}"

@@ -21,7 +21,7 @@ from grader.api.deps import ComponentsDep, is_admin
 from grader.components import Components
 from grader.problems.check import CheckReport, SandboxUnavailable
 from grader.problems.registry import MAX_PROBLEM_BYTES
-from grader.problems.uploads import Uploaded, UploadRefused
+from grader.problems.uploads import CheckTimeout, Uploaded, UploadRefused
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ async def _store(components: Components, text: str, source: str, path_id: str | 
         return _refused(refused.status, refused.errors, refused.report)
     except SandboxUnavailable as exc:
         raise HTTPException(503, f"the problem cannot be checked now: {exc}", headers={"Retry-After": "30"}) from None
+    except CheckTimeout as exc:
+        raise HTTPException(504, f"the problem was not stored: {exc}; send it again") from None
     stored = ProblemStored(
         id=uploaded.problem.id,
         title=uploaded.problem.problem.title,
@@ -111,7 +113,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"description": "the file is too large"},
     415: {"description": "not sent as application/yaml or text/plain"},
     422: {"description": "the file does not validate or fails its check: `errors` lists file:line: field: message"},
-    503: {"description": "no sandbox to check the problem in"},
+    503: {"description": "no sandbox to check the problem in (or, under Celery, the broker does not answer)"},
+    504: {"description": "under Celery: no worker finished the check in GRADER_UPLOAD_CHECK_TIMEOUT_S; nothing stored"},
 }
 
 

@@ -27,7 +27,8 @@ runs_router = APIRouter(tags=["runs"])
         413: {"description": "source over the size limit"},
         422: {"description": "malformed request, or custom tests on a problem that runs its visible tests only"},
         429: {"description": "rate limit; retry after Retry-After seconds"},
-        503: {"description": "no sandbox to run in now"},
+        503: {"description": "no sandbox to run in now (or, under Celery, the broker does not answer)"},
+        504: {"description": "under Celery: no worker ran it within GRADER_RUN_TIMEOUT_S"},
     },
 )
 async def create_run(request: Request, components: ComponentsDep) -> RunPublic:

@@ -25,6 +25,9 @@ def build_server(
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         # Beyond this many connections (or requests in progress) uvicorn answers 503.
         limit_concurrency=settings.max_connections,
+        # The client's address comes from grader/api/forwarded.py, from GRADER_TRUSTED_PROXIES only
+        # (uvicorn's own would believe X-Forwarded-For from 127.0.0.1 unasked).
+        proxy_headers=False,
         # Open event streams would otherwise hold a shutdown until their submissions finish.
         timeout_graceful_shutdown=5,
         log_level=settings.log_level.lower(),

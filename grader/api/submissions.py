@@ -31,8 +31,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
         " used with a different body"
     },
     429: {
-        "description": "queue full, this API key's rate limit, or too many requests waiting for a verdict"
-        " (GRADER_MAX_WAITERS); retry after Retry-After seconds"
+        "description": "queue full, the rate limit of this API key (or, anonymous, of this client address), or too"
+        " many requests waiting for a verdict (GRADER_MAX_WAITERS); retry after Retry-After seconds"
     },
 }
 BODY = {
@@ -84,7 +84,15 @@ async def create_submission(
         # Off the event loop: checking a callback URL resolves its host.
         callback = await run_in_threadpool(check_callback, payload.callback_url, components.settings)
         # No await from the rate check to the insert: within this process, requests cannot interleave there.
-        stored = intake.store(problem, payload.source, submitter, stored_key, seed=payload.seed, callback_url=callback)
+        stored = intake.store(
+            problem,
+            payload.source,
+            submitter,
+            stored_key,
+            seed=payload.seed,
+            callback_url=callback,
+            client_address=request.client.host if request.client else None,
+        )
         watch = components.notifier.watch(stored.submission_id) if wait > 0 else None
         try:
             await run_in_threadpool(intake.dispatch, stored)

@@ -96,6 +96,17 @@ class SeedPool:
         self._wake.set()
         return entry[0] if entry is not None else new_seed()
 
+    def offer(self, problem: ProblemSpec, seeds: Sequence[int | None]) -> None:
+        """Seeds whose expected outputs were computed elsewhere (an upload's check): ready to be drawn."""
+        if not draws_fresh(problem) or self.settings.seeds != "pool":
+            return
+        with self._lock:
+            ready = self._ready.setdefault(_key(problem), [])
+            known = {entry[0] for entry in ready}
+            room = self.settings.seed_pool_size - len(ready)
+            for seed in [seed for seed in seeds if seed is not None and seed not in known][: max(0, room)]:
+                ready.append([seed, self.settings.seed_uses])
+
     def ready_count(self, problem: ProblemSpec) -> int:
         with self._lock:
             return len(self._ready.get(_key(problem), []))

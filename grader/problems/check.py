@@ -69,6 +69,10 @@ class ProblemChecker:
         )
         self._sandboxes = sandboxes
         self._own_pool: SandboxPool | None = None
+        # What the last check_text ran: its problem, and per seed the reference's first run and each
+        # pitfall's (an upload seeds the expected-output cache with them: problems/uploads.py).
+        self.problem: LoadedProblem | None = None
+        self.outputs: dict[int | None, tuple[ModuleRun, list[ModuleRun]]] = {}
         self._executor = ThreadPoolExecutor(max_workers=LANES, thread_name_prefix="problem-check")
 
     def __enter__(self) -> ProblemChecker:
@@ -105,6 +109,7 @@ class ProblemChecker:
     ) -> CheckReport:
         """Checks one problem file's text. Raises SandboxUnavailable when no sandbox can run."""
         report = CheckReport(source=source)
+        self.problem, self.outputs = None, {}
 
         def emit(step: CheckStep) -> None:
             report.steps.append(step)
@@ -119,6 +124,7 @@ class ProblemChecker:
             _skip_rest(report, emit, "the file does not validate")
             return report
         report.problem_id, report.version = problem.id, problem.version
+        self.problem = problem
         visible = sum(test.visible for test in problem.tests)
         counts = f"{len(problem.tests)} tests ({visible} visible), {len(problem.pitfalls)} pitfalls"
         if problem.alternatives:
@@ -174,6 +180,7 @@ class ProblemChecker:
         alternatives = [alternative.code for alternative in problem.alternatives]
         runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives], seed)
         seconds = round(time.monotonic() - started, 3)
+        self.outputs[seed] = (first, runs[1:])
         reference_values = [first.value(index) for index in range(len(problem.tests))]
         pitfall_runs = runs[1 : 1 + len(pitfalls)]
         expected = Expected(

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.config import Settings
+from grader.grading.expected import ExpectedCache
 from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker
 from grader.problems.registry import LoadedProblem, ProblemError, Registry, parse_problem, yaml_line
@@ -18,6 +20,10 @@ from grader.storage import problem_data
 from grader.storage.db import Database
 
 log = logging.getLogger(__name__)
+
+
+class CheckTimeout(Exception):
+    """The check ran elsewhere (a worker) and its answer did not come in time: nothing was stored."""
 
 
 class UploadRefused(Exception):
@@ -37,25 +43,46 @@ class Uploaded:
     report: CheckReport
 
 
+def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, source: str) -> CheckReport:
+    """An upload's check (the same as `grader problems check`), in sandboxes of its own. When it passes, the
+    reference's outputs it computed under each of its seeds (and the pitfalls') go into the expected-output
+    cache, so that no submission runs the reference again for them. Raises SandboxUnavailable.
+
+    Where the check runs: in the API process on one machine; on a worker under Celery (grader/worker.py),
+    whose cache is the same database."""
+    with ProblemChecker(settings) as checker:
+        report = checker.check_text(text, source)
+        if report.ok and expected is not None and checker.problem is not None:
+            image_id = checker.sandboxes().image_id or "unknown"
+            for seed, (reference, pitfalls) in checker.outputs.items():
+                expected.seed(checker.problem, image_id, seed, reference, pitfalls)
+            log.info("expected outputs of %s seeded by its check (%d seeds)", checker.problem.id, len(checker.outputs))
+    return report
+
+
 class Uploads:
     def __init__(
         self,
         db: Database,
         registry: Registry,
         watcher: ProblemWatcher,
-        make_checker: Callable[[], ProblemChecker],
+        check: Callable[[str, str], CheckReport],
+        on_stored: Callable[[LoadedProblem], None] = lambda problem: None,
     ) -> None:
         self.db = db
         self.registry = registry
         self.watcher = watcher
-        self.make_checker = make_checker
+        # (text, source) -> the check's report: check_upload here, or the same as a task on a worker.
+        self.check = check
+        self.on_stored = on_stored  # the seeds its check computed outputs for, offered for submissions
         # One check at a time: each starts sandboxes of its own next to the grading pool, and holding the
         # lock from check to store also settles two uploads racing for one id.
         self.lock = threading.Lock()
 
     def put(self, text: str, source: str, path_id: str | None) -> Uploaded:
         """Validates, checks and stores one upload: POST when path_id is None, else PUT to that id.
-        Raises UploadRefused, or SandboxUnavailable when no sandbox can run the check."""
+        Raises UploadRefused, SandboxUnavailable when no sandbox can run the check, or CheckTimeout when a
+        worker did not answer in time (then nothing is stored)."""
         try:
             problem = parse_problem(text, source)
         except ProblemError as exc:
@@ -72,8 +99,7 @@ class Uploads:
             # The same content again: already checked and stored, nothing to do.
             return Uploaded(loaded, False, CheckReport(source=source, problem_id=loaded.id, version=loaded.version))
         with self.lock:
-            with self.make_checker() as checker:
-                report = checker.check_text(text, source)
+            report = self.check(text, source)
             if not report.ok:
                 raise UploadRefused(422, report.errors, report)
             self._refuse_conflicts(loaded.id, replace=path_id is not None)
@@ -99,6 +125,7 @@ class Uploads:
             )
             self.watcher.uploads_seen = problem_data.uploaded_problem_versions(session)
         self.registry.put_upload(loaded)
+        self.on_stored(loaded)
         log.info("problem %s %s by upload (version %s)", loaded.id, "added" if created else "replaced", loaded.version)
         return created
 

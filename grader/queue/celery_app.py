@@ -12,15 +12,24 @@ Nothing is lost when a process dies:
     redelivered message and the reaper's new one cannot grade it twice, nor while its lease is live;
   - a queued submission gets a dispatch lease too: a message lost with the broker is sent again.
 
+Calls: an upload's problem check and a run (POST /api/runs) need sandboxes, which only workers have. The
+API sends them as tasks (CHECK_TASK, RUN_TASK) with a reply key and a deadline; the worker that takes one
+pushes its answer (JSON) onto that Redis list, where the API waits for it (CeleryDispatcher.call). A call
+is acknowledged on receipt and dropped once past its deadline: nobody waits for it any more.
+
 Progress (each stored test, each verdict) is published on a Redis channel; the API relays it to its
 in-process Notifier, so ?wait= and the server-sent events wake up as they do in local mode.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Callable
+from typing import Any
 
 import redis
 from celery import Celery, Task
@@ -29,16 +38,44 @@ from grader.config import Settings
 from grader.storage import crud
 from grader.storage.db import Database
 
-__all__ = ["GRADE_TASK", "CeleryDispatcher", "make_celery"]
+__all__ = [
+    "CHECK_TASK",
+    "GRADE_TASK",
+    "RUN_TASK",
+    "CeleryDispatcher",
+    "RemoteTimeout",
+    "RemoteUnavailable",
+    "make_celery",
+]
 
 log = logging.getLogger(__name__)
 
 GRADE_TASK = "torchjudge.grade"
+CHECK_TASK = "torchjudge.check_problem"
+RUN_TASK = "torchjudge.run"
 RETRY_CAP_S = 60
+REPLY_TTL_S = 60  # an answer nobody took (its caller gave up) is dropped by Redis after this long
+
+Call = Callable[[dict[str, Any]], dict[str, Any]]
+Reply = Callable[[str, dict[str, Any]], None]
 
 
-def make_celery(settings: Settings, handler: Callable[[str], None] | None = None) -> Celery:
-    """The Celery app; `handler` grades one submission (a worker's), None where nothing is consumed."""
+class RemoteTimeout(Exception):
+    """No worker answered a call within its time."""
+
+
+class RemoteUnavailable(Exception):
+    """The broker does not answer: the call could not be sent, or its answer not read."""
+
+
+def make_celery(
+    settings: Settings,
+    handler: Callable[[str], None] | None = None,
+    calls: dict[str, Call] | None = None,
+    reply: Reply | None = None,
+) -> Celery:
+    """The Celery app; `handler` grades one submission (a worker's), None where nothing is consumed;
+    `calls` answer CHECK_TASK and RUN_TASK (a worker's), their answers sent back with `reply`."""
     app = Celery("torchjudge", broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
@@ -75,7 +112,25 @@ def make_celery(settings: Settings, handler: Callable[[str], None] | None = None
             log.warning("grading %s failed (%s); trying again in %d s", submission_id, exc, delay)
             raise task.retry(exc=exc, countdown=delay) from exc
 
+    for name in (CHECK_TASK, RUN_TASK):
+        _register_call(app, name, (calls or {}).get(name), reply)
     return app
+
+
+def _register_call(app: Celery, name: str, call: Call | None, reply: Reply | None) -> None:
+    @app.task(name=name, acks_late=False)  # type: ignore[untyped-decorator]
+    def answer(payload: dict[str, Any], reply_to: str, deadline: float) -> None:
+        if call is None or reply is None:
+            raise RuntimeError(f"{name} runs only in `grader worker`")
+        if time.time() > deadline:
+            log.info("%s dropped: its caller stopped waiting", name)
+            return
+        try:
+            result = call(payload)
+        except Exception as exc:  # the caller gets an answer, whatever failed here
+            log.exception("%s failed", name)
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        reply(reply_to, result)
 
 
 class CeleryDispatcher:
@@ -89,10 +144,11 @@ class CeleryDispatcher:
         db: Database,
         on_progress: Callable[[str], None] | None = None,
         handler: Callable[[str], None] | None = None,
+        calls: dict[str, Call] | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
-        self.app = make_celery(settings, handler)
+        self.app = make_celery(settings, handler, calls, reply=lambda key, result: self._reply(key, result))
         self.channel = f"{settings.celery_queue}:progress"
         self._on_progress = on_progress
         self._redis = redis.Redis.from_url(
@@ -139,6 +195,34 @@ class CeleryDispatcher:
         except redis.RedisError as exc:
             return f"the broker does not answer: {exc}"
         return None
+
+    # -- calls: a task answered on a Redis list ----------------------------------------------------------
+    def call(self, name: str, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Sends a call to the workers and waits up to timeout_s for its answer. Raises RemoteTimeout,
+        RemoteUnavailable."""
+        reply_to = f"{self.settings.celery_queue}:reply:{uuid.uuid4().hex}"
+        deadline = time.time() + timeout_s
+        try:
+            self.app.send_task(
+                name, args=[payload, reply_to, deadline], queue=self.settings.celery_queue, expires=timeout_s
+            )
+        except Exception as exc:
+            raise RemoteUnavailable(f"the broker does not answer: {exc}") from exc
+        while (remaining := deadline - time.time()) > 0:
+            try:
+                # Short blocking reads: the client's socket timeout (5 s) bounds each one.
+                item = self._redis.blpop([reply_to], timeout=max(1, min(3, int(remaining))))
+            except redis.RedisError as exc:
+                raise RemoteUnavailable(f"the broker does not answer: {exc}") from exc
+            if item is not None:
+                return json.loads(item[1])  # type: ignore[no-any-return]
+        raise RemoteTimeout(f"no worker answered within {timeout_s:g} s")
+
+    def _reply(self, reply_to: str, result: dict[str, Any]) -> None:
+        with self._redis.pipeline() as pipe:
+            pipe.rpush(reply_to, json.dumps(result))
+            pipe.expire(reply_to, REPLY_TTL_S)
+            pipe.execute()
 
     # -- progress relay -----------------------------------------------------------------------------
     def publish(self, submission_id: str) -> None:

@@ -89,37 +89,66 @@ def get_submission(session: Session, *, submission_id: str) -> Submission | None
     return session.get(Submission, submission_id)
 
 
-def mark_running(session: Session, *, submission_id: str, lease_s: float | None = None) -> Submission | None:
-    """Takes a submission for grading, or None when it is not to be graded here: final already, or
-    running under a live lease (another worker has it; a redelivered message must not grade it twice).
+def _takeable(now: datetime) -> ColumnElement[bool]:
+    """Queued, or running under a lease that ran out (or none)."""
+    return or_(
+        Submission.status == Status.QUEUED.value,
+        and_(
+            Submission.status == Status.RUNNING.value,
+            or_(Submission.lease_expires_at.is_(None), Submission.lease_expires_at < now),
+        ),
+    )
+
+
+def mark_running(
+    session: Session, *, submission_id: str, lease_s: float | None = None, max_starts: int | None = None
+) -> Submission | None:
+    """Takes a submission for grading, or None when it is not to be graded here: final already, running
+    under a live lease (another worker has it; a redelivered message must not grade it twice), or
+    started `max_starts` times already without a verdict (give_up_unfinished ends it).
 
     One conditional UPDATE, so that of two workers racing for one submission exactly one wins."""
     now = utcnow()
+    query = update(Submission).where(Submission.id == submission_id).where(_takeable(now))
+    if max_starts is not None:
+        query = query.where(Submission.grading_starts < max_starts)
     taken = session.execute(
-        update(Submission)
-        .where(Submission.id == submission_id)
-        .where(
-            or_(
-                Submission.status == Status.QUEUED.value,
-                and_(
-                    Submission.status == Status.RUNNING.value,
-                    or_(Submission.lease_expires_at.is_(None), Submission.lease_expires_at < now),
-                ),
-            )
-        )
-        .values(
+        query.values(
             status=Status.RUNNING.value,
             started_at=now,
             attempts=Submission.attempts + 1,
+            grading_starts=Submission.grading_starts + 1,
             tests=[],
             lease_expires_at=now + timedelta(seconds=lease_s) if lease_s is not None else None,
-        )
-        .execution_options(synchronize_session=False)
+        ).execution_options(synchronize_session=False)
     )
     session.commit()
     if taken.rowcount != 1:  # type: ignore[attr-defined]
         return None
     return session.get(Submission, submission_id, populate_existing=True)
+
+
+def give_up_unfinished(session: Session, *, submission_id: str, max_starts: int, message: str) -> bool:
+    """Ends as internal_error a submission whose grading was started `max_starts` times without a verdict
+    and that nobody holds now; True if this call did it (one conditional UPDATE: one taker wins)."""
+    now = utcnow()
+    ended = session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id, Submission.grading_starts >= max_starts, _takeable(now))
+        .values(
+            status=Status.INTERNAL_ERROR.value,
+            score=0.0,
+            message=message,
+            hint=None,
+            line=None,
+            traceback=None,
+            finished_at=now,
+            lease_expires_at=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return ended.rowcount == 1  # type: ignore[attr-defined,no-any-return]
 
 
 def renew_lease(session: Session, *, submission_id: str, attempt: int, lease_s: float) -> bool:
@@ -203,6 +232,16 @@ def recent_by_key(session: Session, *, api_key_hash: str, since: datetime) -> tu
     count, oldest = session.execute(
         select(func.count(), func.min(Submission.created_at)).where(
             Submission.api_key_hash == api_key_hash, Submission.created_at >= since
+        )
+    ).one()
+    return int(count), oldest
+
+
+def recent_by_address(session: Session, *, client_address: str, since: datetime) -> tuple[int, datetime | None]:
+    """How many anonymous submissions came from an address since `since`, and when the oldest was made."""
+    count, oldest = session.execute(
+        select(func.count(), func.min(Submission.created_at)).where(
+            Submission.client_address == client_address, Submission.created_at >= since
         )
     ).one()
     return int(count), oldest
@@ -311,6 +350,7 @@ def requeue_problem_submissions(
         submission.tests = []
         submission.started_at = None
         submission.finished_at = None
+        submission.grading_starts = 0
         if submission.callback_url:  # the new verdict is delivered in its turn
             submission.webhook_status, submission.webhook_attempts = "pending", 0
             submission.webhook_error, submission.webhook_next_at = None, None

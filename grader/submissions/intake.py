@@ -79,11 +79,14 @@ class Intake:
         *,
         seed: int | None = None,
         callback_url: str | None = None,
+        client_address: str | None = None,
     ) -> Stored:
         """Stores a queued submission, or finds the one an earlier try with the same idempotency key made.
         Its seed (grading/seeds.py) is drawn here, unless given (an admin reproducing a verdict).
         Synchronous on purpose: within one process, two requests cannot interleave between the rate check
-        and the insert. Raises Refused (rate limit, queue full, a key reused with another body)."""
+        and the insert. An anonymous submission records its client address, which its rate limit counts.
+        Raises Refused (rate limit, queue full, a key reused with another body)."""
+        address = client_address[:64] if client_address and submitter.key_hash is None else None
         with self.db.session() as session:
             replayed = (
                 crud.get_submission_by_idempotency_key(session, idempotency_key=idempotency)
@@ -91,8 +94,12 @@ class Intake:
                 else None
             )
             if replayed is None:
-                self._check_limits(session, submitter)
-                fields = {"seed": seed if seed is not None else self.seeds.draw(problem), "callback_url": callback_url}
+                self._check_limits(session, submitter, address)
+                fields = {
+                    "seed": seed if seed is not None else self.seeds.draw(problem),
+                    "callback_url": callback_url,
+                    "client_address": address,
+                }
                 if idempotency is None:
                     submission = crud.create_submission(
                         session,
@@ -123,9 +130,9 @@ class Intake:
                 raise Refused(422, "this Idempotency-Key was already used with a different request body")
             return Stored(submission.id, replayed is not None)
 
-    def _check_limits(self, session: Session, submitter: Submitter) -> None:
+    def _check_limits(self, session: Session, submitter: Submitter, client_address: str | None) -> None:
         try:
-            check_rate(session, submitter, self.settings.rate_limit_per_minute)
+            check_rate(session, submitter, self.settings.rate_limit_per_minute, client_address)
         except Refused:
             self.metrics.refused.labels("rate_limited").inc()
             raise

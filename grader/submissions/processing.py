@@ -53,17 +53,27 @@ class Processor:
             self._grade_stored(submission_id)
 
     def _grade_stored(self, submission_id: str) -> None:
+        max_starts = self.settings.max_attempts
         with self.db.session() as session:
-            submission = crud.mark_running(session, submission_id=submission_id, lease_s=self.settings.lease_s)
+            submission = crud.mark_running(
+                session, submission_id=submission_id, lease_s=self.settings.lease_s, max_starts=max_starts
+            )
             if submission is None:
-                log.info("not graded here: already final, or being graded under a live lease")
+                if crud.give_up_unfinished(
+                    session, submission_id=submission_id, max_starts=max_starts, message=given_up(max_starts)
+                ):
+                    self._given_up(submission_id, max_starts)
+                else:
+                    log.info("not graded here: already final, or being graded under a live lease")
                 return
             # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
             # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
             seed = submission.seed
+            starts = submission.grading_starts
             submitted_version, created_at = submission.problem_version, submission.created_at
         self.leases.hold(submission_id, attempt)
+        log.info("grading started: attempt %d, start %d of at most %d", attempt, starts, max_starts)
         started = time.monotonic()
         try:
             if attempt == 1:
@@ -82,6 +92,16 @@ class Processor:
         try:
             self.after_verdict(submission_id)
         except Exception:  # a delivery is retried by its own loop; grading is done
+            log.exception("starting the delivery of %s failed", submission_id)
+
+    def _given_up(self, submission_id: str, max_starts: int) -> None:
+        self.metrics.given_up.inc()
+        self.metrics.verdicts.labels(Status.INTERNAL_ERROR.value).inc()
+        log.error("given up: grading was started %d times without finishing", max_starts)
+        self.notifier.notify(submission_id)
+        try:
+            self.after_verdict(submission_id)
+        except Exception:  # a delivery is retried by its own loop
             log.exception("starting the delivery of %s failed", submission_id)
 
     def _problem(self, problem_id: str, submitted_version: str) -> LoadedProblem | None:
@@ -122,6 +142,15 @@ class Processor:
                     session, submission_id=submission_id, verdict=fallback, problem_version=version, attempt=attempt
                 )
             return fallback
+
+
+def given_up(max_starts: int) -> str:
+    """The message of a submission given up after GRADER_MAX_ATTEMPTS gradings that never finished."""
+    return (
+        f"grading was started {max_starts} times without finishing (each time, the grader working on it was"
+        " lost: killed, or out of memory); it is not tried again. Check the submission for what could take"
+        " the grader down, or ask an administrator to regrade it."
+    )
 
 
 def _seconds_since(moment: datetime) -> float:

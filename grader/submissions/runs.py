@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,11 +105,20 @@ class RateWindow:
             times.append(now)
 
 
+RemoteRun = Callable[[LoadedProblem, RunRequest], RunPublic]
+
+
 class Runs:
-    def __init__(self, settings: Settings, pool: Sandboxes, references: Sandboxes) -> None:
+    """`remote`, under Celery in the API: the run is a task on a worker (components.py), which calls
+    `execute` there; the answer is the same as on one machine."""
+
+    def __init__(
+        self, settings: Settings, pool: Sandboxes, references: Sandboxes, remote: RemoteRun | None = None
+    ) -> None:
         self.settings = settings
         self.pool = pool
         self.references = references
+        self.remote = remote
         self.rate = RateWindow(settings.rate_limit_per_minute)
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="run")
 
@@ -117,6 +127,12 @@ class Runs:
         if request.tests is not None and problem.problem.runs == "visible-only":
             raise Refused(422, f"tests: problem {problem.id!r} runs its visible tests only")
         self.rate.take(who)
+        if self.remote is not None:
+            return self.remote(problem, request)
+        return self.execute(problem, request)
+
+    def execute(self, problem: LoadedProblem, request: RunRequest) -> RunPublic:
+        """The run itself, in this process's sandboxes."""
         tests, broken = self._tests(problem, request.tests)
         run_problem = _RunProblem(
             problem.id, f"{problem.version}:run", problem.entry_points, problem.reference, problem.limits, tests

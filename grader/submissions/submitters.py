@@ -76,12 +76,18 @@ class SubmitterAuth:
         )
 
 
-def check_rate(session: Session, submitter: Submitter, per_minute: int) -> None:
-    """Refused (429) with Retry-After (seconds until the oldest submission in the window leaves it) over the limit."""
-    if not per_minute or submitter.key_hash is None:
+def check_rate(session: Session, submitter: Submitter, per_minute: int, client_address: str | None = None) -> None:
+    """Refused (429) with Retry-After (seconds until the oldest submission in the window leaves it) over the
+    limit: per API key, or for an anonymous submitter per client address (the proxy's forwarded one)."""
+    if not per_minute or (submitter.key_hash is None and not client_address):
         return
     now = utcnow()
-    count, oldest = crud.recent_by_key(session, api_key_hash=submitter.key_hash, since=now - RATE_WINDOW)
+    if submitter.key_hash is not None:
+        count, oldest = crud.recent_by_key(session, api_key_hash=submitter.key_hash, since=now - RATE_WINDOW)
+        whose = "this API key"
+    else:
+        count, oldest = crud.recent_by_address(session, client_address=client_address or "", since=now - RATE_WINDOW)
+        whose = "this client address (send an API key for a limit of its own)"
     if count < per_minute:
         return
     if oldest is not None and oldest.tzinfo is None:  # SQLite returns naive UTC datetimes
@@ -89,7 +95,7 @@ def check_rate(session: Session, submitter: Submitter, per_minute: int) -> None:
     wait = (oldest + RATE_WINDOW - now).total_seconds() if oldest is not None else RATE_WINDOW.total_seconds()
     raise Refused(
         429,
-        f"rate limit: at most {per_minute} submissions per minute for this API key",
+        f"rate limit: at most {per_minute} submissions per minute for {whose}",
         reason="rate_limited",
         headers={"Retry-After": str(max(1, math.ceil(wait)))},
     )
