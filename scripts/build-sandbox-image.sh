@@ -46,7 +46,7 @@ prune_site_packages() {
 }
 
 req_hash=$(cat sandbox/requirements.txt scripts/build-sandbox-image.sh | sha256sum | cut -c1-16)
-if [ "$(cat "$cache/site-packages.hash" 2>/dev/null)" != "$req_hash" ]; then
+if [ "$(cat "$cache/site-packages.hash" 2>/dev/null)" != "$req_hash" ] || [ ! -d "$ctx/site-packages" ]; then
     "$pip_python" -m pip download -q --no-deps -d "$cache/wheelhouse" -r sandbox/requirements.txt
     rm -rf "$ctx/site-packages"
     "$pip_python" -m pip install -q --no-deps --no-index --no-compile --find-links "$cache/wheelhouse" \
