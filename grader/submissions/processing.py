@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from grader import phases
 from grader.config import Settings
 from grader.grading.grader import Grader
 from grader.grading.verdict import Status, Verdict
@@ -49,15 +50,26 @@ class Processor:
     def process(self, submission_id: str) -> None:
         """Grades one stored submission and stores its verdict. Does nothing for a submission that is
         final, or leased to another worker's live attempt."""
-        with submission_logging(submission_id):
-            self._grade_stored(submission_id)
+        with submission_logging(submission_id), phases.recording() as spent:
+            if self._grade_stored(submission_id):
+                self._observe(spent)
 
-    def _grade_stored(self, submission_id: str) -> None:
-        with self.db.session() as session:
+    def _observe(self, spent: dict[str, float]) -> None:
+        try:
+            for phase, seconds in spent.items():
+                self.metrics.phase_seconds.labels(phase).observe(seconds)
+            self.metrics.phase_seconds.labels("transport").observe(phases.transport(spent))
+            self.metrics.phase_samples.inc()
+        except Exception:  # the metrics are a courtesy: the verdict is stored
+            log.exception("recording where the time went failed")
+
+    def _grade_stored(self, submission_id: str) -> bool:
+        """Whether it was graded here."""
+        with phases.timed("take"), self.db.session() as session:
             submission = crud.mark_running(session, submission_id=submission_id, lease_s=self.settings.lease_s)
             if submission is None:
                 log.info("not graded here: already final, or being graded under a live lease")
-                return
+                return False
             # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
             # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
@@ -67,11 +79,14 @@ class Processor:
         started = time.monotonic()
         try:
             if attempt == 1:
-                self.metrics.queue_wait_seconds.observe(max(0.0, _seconds_since(created_at)))
+                waited = max(0.0, _seconds_since(created_at))
+                self.metrics.queue_wait_seconds.observe(waited)
+                phases.add("queue", waited)
             self.notifier.notify(submission_id)
             problem = self._problem(problem_id, submitted_version)
             verdict = self._grade(submission_id, problem, problem_id, source, seed)
-            verdict = self._store(submission_id, verdict, problem, attempt)
+            with phases.timed("store"):
+                verdict = self._store(submission_id, verdict, problem, attempt)
         finally:
             self.leases.release(submission_id)
         elapsed = time.monotonic() - started
@@ -83,6 +98,7 @@ class Processor:
             self.after_verdict(submission_id)
         except Exception:  # a delivery is retried by its own loop; grading is done
             log.exception("starting the delivery of %s failed", submission_id)
+        return True
 
     def _problem(self, problem_id: str, submitted_version: str) -> LoadedProblem | None:
         problem = self.registry.get(problem_id)
