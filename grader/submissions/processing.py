@@ -65,6 +65,7 @@ class Processor:
 
     def _grade_stored(self, submission_id: str) -> bool:
         """Whether it was graded here."""
+        taken_at = datetime.now(UTC)
         with phases.timed("take"), self.db.session() as session:
             submission = crud.mark_running(session, submission_id=submission_id, lease_s=self.settings.lease_s)
             if submission is None:
@@ -79,7 +80,7 @@ class Processor:
         started = time.monotonic()
         try:
             if attempt == 1:
-                waited = max(0.0, _seconds_since(created_at))
+                waited = max(0.0, _seconds_between(created_at, taken_at))
                 self.metrics.queue_wait_seconds.observe(waited)
                 phases.add("queue", waited)
             self.notifier.notify(submission_id)
@@ -93,7 +94,7 @@ class Processor:
         self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
-        self.notifier.notify(submission_id)
+        self.notifier.notify(submission_id, final=True)
         try:
             self.after_verdict(submission_id)
         except Exception:  # a delivery is retried by its own loop; grading is done
@@ -140,7 +141,7 @@ class Processor:
             return fallback
 
 
-def _seconds_since(moment: datetime) -> float:
+def _seconds_between(moment: datetime, later: datetime) -> float:
     # SQLite hands back naive datetimes; every stored time is UTC.
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return (datetime.now(UTC) - aware).total_seconds()
+    return (later - aware).total_seconds()
