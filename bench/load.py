@@ -25,7 +25,7 @@ import os
 import random
 import shutil
 import signal
-import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +46,7 @@ import psycopg  # noqa: E402
 import redis  # noqa: E402
 import yaml  # noqa: E402
 
+from bench.common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 from grader.sandboxes.container import LABEL  # noqa: E402
 
 PROBLEM = "embedding-layer"
@@ -55,17 +56,6 @@ GRADER = str(ROOT / ".venv" / "bin" / "grader")
 CASES = ROOT / "tests" / "cases" / PROBLEM
 # (weight, source, expected status): mostly small, fast, accepted solutions, and a few wrong ones.
 WRONG_CASES = [("forgot-scaling", 10), ("syntax-error", 5), ("missing-function", 5)]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
 @dataclass
@@ -168,7 +158,7 @@ def main() -> int:
     shutil.copy(ROOT / "problems" / f"{PROBLEM}.yaml", problems_dir)
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{database}"')
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
@@ -188,7 +178,7 @@ def main() -> int:
     workers = {
         name: Process(
             ["worker", "--name", name],
-            {**env, "GRADER_WORKER_HTTP_PORT": str(_free_port())},
+            {**env, "GRADER_WORKER_HTTP_PORT": str(free_port())},
             workdir / f"{name}-1.log",
         )
         for name in ("load-1", "load-2")
@@ -287,7 +277,7 @@ def main() -> int:
             print(f"  #{kill_at} stored: worker load-1 killed with SIGKILL; starting a new load-1", flush=True)
             replacement = Process(
                 ["worker", "--name", "load-1"],
-                {**env, "GRADER_WORKER_HTTP_PORT": str(_free_port())},
+                {**env, "GRADER_WORKER_HTTP_PORT": str(free_port())},
                 workdir / "load-1-2.log",
             ).start()
 
@@ -318,7 +308,7 @@ def main() -> int:
         print(f"wall time                    {wall:.1f} s")
         print(f"throughput                   {len(lat) / wall:.2f} verdicts/s ({len(lat)} verdicts)")
         if lat:
-            p50, p90, p99 = (_percentile(lat, q) * 1000 for q in (0.5, 0.9, 0.99))
+            p50, p90, p99 = (percentile(lat, q) * 1000 for q in (0.5, 0.9, 0.99))
             print(
                 f"latency, POST to verdict     p50 {p50:.0f} ms   p90 {p90:.0f} ms   p99 {p99:.0f} ms"
                 f"   max {max(lat) * 1000:.0f} ms"
@@ -341,6 +331,8 @@ def main() -> int:
             ("one stored submission per client submission", len(rows) == len(plan)),
             ("a worker was killed mid-run", killed_at is not None and killed_at < started + wall),
         ]
+        live = {"load-2": workers["load-2"], **({"load-1 (restarted)": replacement} if replacement else {})}
+        _print_breakdowns(live, statistics.mean(lat) * 1000 if lat else 0.0)
         print()
         for name, ok in checks:
             print(f"{'PASS' if ok else 'FAIL'}  {name}")
@@ -349,6 +341,20 @@ def main() -> int:
         for process in [api, *workers.values(), *([replacement] if replacement else [])]:
             process.stop()
         _cleanup(database, queue, workdir, keep=args.keep)
+
+
+def _print_breakdowns(workers: dict[str, Process], end_to_end_ms: float) -> None:
+    """Where a submission's time went on each live worker (its /metrics), as make bench prints it."""
+    for name, process in workers.items():
+        url = f"http://127.0.0.1:{process.env['GRADER_WORKER_HTTP_PORT']}/metrics"
+        try:
+            reading = read_phases(url)
+        except OSError as exc:
+            print(f"\nworker {name}: no metrics ({exc})")
+            continue
+        print(f"\nwhere a submission's time went on worker {name} (mean of {reading[1]:.0f}):")
+        for label, value in breakdown_rows(mean_phases(({}, 0.0), reading), end_to_end_ms):
+            print(f"  {label:<48} {value}")
 
 
 def _cleanup(database: str, queue: str, workdir: Path, *, keep: bool) -> None:

@@ -37,6 +37,8 @@ disable_created_metrics()
 # Grading of one submission: a compile error takes milliseconds, a submission whose every test times
 # out takes tests x time limit.
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+# One phase of one submission: most take milliseconds.
+PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 10.0)
 
 
 class Metrics:
@@ -80,6 +82,16 @@ class Metrics:
             "Submissions ended as internal_error because their grading was started GRADER_MAX_ATTEMPTS times"
             " without finishing (their grader lost each time)",
             registry=self.registry,
+        )
+        self.phase_seconds = Histogram(
+            "torchjudge_phase_seconds",
+            "Where a graded submission's time went, by phase (grader/phases.py); `make bench` prints the means",
+            ["phase"],
+            buckets=PHASE_BUCKETS,
+            registry=self.registry,
+        )
+        self.phase_samples = Counter(
+            "torchjudge_phase_samples", "Submissions whose phases were recorded", registry=self.registry
         )
         self.registry.register(_StateCollector(db, queue_depth, pool_status))
 

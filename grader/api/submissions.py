@@ -82,7 +82,11 @@ async def create_submission(
         check_source(payload.source, components.settings.max_source_bytes)
         problem = intake.problem(payload.problem_id)
         # Off the event loop: checking a callback URL resolves its host.
-        callback = await run_in_threadpool(check_callback, payload.callback_url, components.settings)
+        callback = (
+            await run_in_threadpool(check_callback, payload.callback_url, components.settings)
+            if payload.callback_url is not None
+            else None
+        )
         # No await from the rate check to the insert: within this process, requests cannot interleave there.
         stored = intake.store(
             problem,
@@ -93,12 +97,15 @@ async def create_submission(
             callback_url=callback,
             client_address=request.client.host if request.client else None,
         )
-        watch = components.notifier.watch(stored.submission_id) if wait > 0 else None
+        # Woken only when it is final (a stream, by contrast, wants every change).
+        watch = components.notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None
         try:
             await run_in_threadpool(intake.dispatch, stored)
             # A client that left needs no verdict: waiting stops, so that its slot comes back now.
             public = (
-                await intake.wait(stored.submission_id, wait, watch, gone=request.is_disconnected)
+                await intake.wait(
+                    stored.submission_id, wait, watch, gone=request.is_disconnected, pending=not stored.replayed
+                )
                 if watch is not None
                 else None
             )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader import phases
 from grader.config import Settings
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
@@ -96,7 +97,7 @@ class Sticky:
         return self.container
 
     def release(self, container: SandboxContainer, reusable: bool) -> None:
-        if not reusable:
+        if not reusable or not container.settle():
             self.container = None
             self.source.release(container, reusable=False)
 
@@ -161,7 +162,8 @@ def run_module(
         tests = {}
 
         def landed(header: TestHeader, body: bytes, attempt: int = attempt, tests: dict = tests) -> None:
-            run = decode_test(header, body)
+            with phases.timed("decode"):
+                run = decode_test(header, body)
             tests[header.index] = run
             if on_test is not None:
                 try:
@@ -171,13 +173,14 @@ def run_module(
 
         bound = job_bound_s(problem, settings)
         try:
-            container = sandboxes.acquire(due_in_s=bound)
+            with phases.timed("handout"):
+                container = sandboxes.acquire(due_in_s=bound)
         except SandboxLost as exc:
             raise NoSandbox(str(exc)) from exc
         reusable = False
         try:
             outcome = container.run_job(job, time.monotonic() + bound, landed)
-            reusable = outcome.clean
+            reusable = True  # once the runner says it cleaned up after the job (the pool waits for that)
         except SandboxLost as exc:
             log.warning("sandbox lost (container %d of %d): %s", attempt + 1, CONTAINERS_PER_MODULE, exc)
             lost.append(exc)

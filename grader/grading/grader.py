@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from grader import phases
 from grader.config import Settings
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module
@@ -50,7 +51,8 @@ class Grader:
         self, problem: ProblemSpec, source: str, on_test: Callable[[TestResult], None] | None, seed: int | None
     ) -> Verdict:
         try:
-            expected = self.expected.get(problem, self.sandboxes.image_id or "unknown", seed)
+            with phases.timed("expected"):
+                expected = self.expected.get(problem, self.sandboxes.image_id or "unknown", seed)
         except ProblemBroken as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=str(exc))
         except (SandboxLost, NoSandbox) as exc:
@@ -64,7 +66,8 @@ class Grader:
             if attempt != current[0]:
                 current[0] = attempt
                 results.clear()
-            result = judge_test(problem, expected, index, run)
+            with phases.timed("compare"):
+                result = judge_test(problem, expected, index, run)
             results[index] = result
             if on_test is not None:
                 try:

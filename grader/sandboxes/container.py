@@ -17,6 +17,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
+from grader import phases
 from grader.config import Settings
 from grader.sandboxes.frames import Frame, FrameDecoder, FrameError, encode_job
 from grader.sandboxes.protocol import DONE, HELLO, LOAD, TEST, DoneHeader, HelloHeader, JobSpec, LoadHeader, TestHeader
@@ -33,6 +34,8 @@ LOADING = -1  # SandboxLost.during_test while the submission is being loaded
 # A runner that says nothing for longer was stopped or wedged (a submission can SIGSTOP it: same
 # uid), and the job is not left to wait for its whole deadline.
 FRAME_SLACK_S = 10.0
+# How long a runner may take to clean up after a job before its container is given up.
+SETTLE_S = 15.0
 
 
 class SandboxLost(Exception):
@@ -51,7 +54,6 @@ class SandboxProtocolError(SandboxLost):
 class JobOutcome:
     load: LoadHeader
     tests: list[tuple[TestHeader, bytes]] = field(default_factory=list)
-    clean: bool = True
 
 
 def owner_label(settings: Settings) -> str:
@@ -109,6 +111,9 @@ class SandboxContainer:
         self._decoder = FrameDecoder(max_body=settings.max_result_bytes + 1024 * 1024)
         self._stderr = b""
         self.hello: HelloHeader | None = None
+        # After a job's last result the runner cleans the container and then says whether it is clean
+        # (DONE). That is waited for by settle(), off the submission's path, before the next job.
+        self._done_due: float | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -209,10 +214,14 @@ class SandboxContainer:
         deadline: float,
         on_test: Callable[[TestHeader, bytes], None] | None = None,
     ) -> JobOutcome:
-        """Sends a job and collects its frames. Raises SandboxLost if the container fails or breaks the
-        protocol; on_test is called with each test's frame as it lands and must not raise."""
+        """Sends a job and collects its results: the load result, then one per test. Returns as soon as
+        the last one is in; the runner's cleaning-up that follows is settle()'s to wait for. Raises
+        SandboxLost if the container fails or breaks the protocol; on_test is called with each test's
+        frame as it lands and must not raise."""
         if self._sock is None:
             raise SandboxLost("the sandbox is not running")
+        if self._done_due is not None and not self.settle():
+            raise SandboxLost("the sandbox did not come back clean from its previous job", during_test=LOADING)
         self.uses += 1
         # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
         # a test's result may follow a reload of the submission in a fresh child (load time).
@@ -222,6 +231,18 @@ class SandboxContainer:
             self._sock.sendall(encode_job(job))
         except OSError as exc:
             raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
+        self._done_due = deadline + SETTLE_S
+        with phases.timed("job"):
+            return self._collect(job, deadline, load_budget, frame_budget, on_test)
+
+    def _collect(
+        self,
+        job: JobSpec,
+        deadline: float,
+        load_budget: float,
+        frame_budget: float,
+        on_test: Callable[[TestHeader, bytes], None] | None,
+    ) -> JobOutcome:
         try:
             frame = self._next_frame(min(deadline, time.monotonic() + load_budget))
         except SandboxLost as exc:
@@ -231,30 +252,50 @@ class SandboxContainer:
             raise SandboxProtocolError("expected the load result first", during_test=LOADING)
         assert isinstance(frame.header, LoadHeader)
         outcome = JobOutcome(load=frame.header)
-        expected_index = 0
-        while True:
+        phases.add("load", (outcome.load.time_ms or 0.0) / 1000)
+        if outcome.load.status != "ok":
+            return outcome
+        for expected_index in range(len(job.tests)):
             try:
                 frame = self._next_frame(min(deadline, time.monotonic() + frame_budget))
             except SandboxLost as exc:
                 exc.during_test = expected_index
                 raise
             if frame.kind == DONE:
-                assert isinstance(frame.header, DoneHeader)
-                outcome.clean = frame.header.clean
-                break
+                raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
             if frame.kind != TEST:
                 raise SandboxProtocolError("unexpected frame kind during a job", during_test=expected_index)
             header = frame.header
             assert isinstance(header, TestHeader)
-            if header.index != expected_index or header.index >= len(job.tests):
+            if header.index != expected_index:
                 raise SandboxProtocolError("test results out of order", during_test=expected_index)
-            expected_index += 1
             outcome.tests.append((header, frame.body))
+            phases.add("first test" if expected_index == 0 else "other tests", header.time_ms / 1000)
             if on_test is not None:
                 on_test(header, frame.body)
-        if outcome.load.status == "ok" and len(outcome.tests) != len(job.tests):
-            raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
         return outcome
+
+    @property
+    def settling(self) -> bool:
+        """A job's results are in, and the runner's word that it cleaned up after it is not yet."""
+        return self._done_due is not None
+
+    def settle(self) -> bool:
+        """Waits for the end of the last job (the runner's DONE, sent once the container is clean
+        again); whether the container can take another job. False for anything else it sends."""
+        if self._done_due is None:
+            return True
+        due, self._done_due = self._done_due, None
+        try:
+            frame = self._next_frame(min(due, time.monotonic() + SETTLE_S))
+        except SandboxLost as exc:
+            log.warning("sandbox %s did not settle: %s", self.name, exc)
+            return False
+        if frame.kind != DONE or self._frames:
+            log.warning("sandbox %s sent more than its job's results", self.name)
+            return False
+        assert isinstance(frame.header, DoneHeader)
+        return frame.header.clean
 
     # -- the attached stream ---------------------------------------------------------------------
     def _next_frame(self, deadline: float) -> Frame:

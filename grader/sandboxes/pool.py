@@ -172,9 +172,24 @@ class SandboxPool:
         return container
 
     def release(self, container: SandboxContainer, reusable: bool) -> None:
+        """Takes a container back: to the idle ones once its runner says it is clean again (waited for
+        in the background, so the submission's verdict does not wait for it), or replaced."""
+        with self._lock:
+            if container not in self._out:
+                return  # released twice, or reclaimed by the watchdog, which replaced it already
+            closed = self._closed
+        if reusable and not closed and container.uses < self.settings.sandbox_reuse and container.settling:
+            threading.Thread(target=self._settle, args=(container,), name="sandbox-settle", daemon=True).start()
+            return
+        self._take_back(container, reusable)
+
+    def _settle(self, container: SandboxContainer) -> None:
+        self._take_back(container, container.settle())
+
+    def _take_back(self, container: SandboxContainer, reusable: bool) -> None:
         with self._lock:
             if self._out.pop(container, None) is None:
-                return  # released twice, or reclaimed by the watchdog, which replaced it already
+                return  # reclaimed by the watchdog meanwhile, which replaced it already
             self._busy -= 1
             closed = self._closed
         if reusable and not closed and container.uses < self.settings.sandbox_reuse:

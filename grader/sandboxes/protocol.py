@@ -139,6 +139,7 @@ Status = Annotated[Outcome, Field(strict=False)]
 
 class LoadHeader(_Failure):
     status: Status
+    time_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS)  # the runner's own clock; for the metrics only
 
 
 class TestHeader(_Failure):

@@ -167,18 +167,26 @@ class Intake:
         seconds: float,
         watch: asyncio.Event | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
+        pending: bool = False,
     ) -> SubmissionPublic | None:
         """The submission once final, within `seconds`; else its current view. `watch`, when given, is a
         Notifier event taken before the submission could change (so that no wake-up is missed); `gone`
-        says whether whoever waits has left (then waiting stops at once)."""
+        says whether whoever waits has left (then waiting stops at once). `pending`: the caller knows it is
+        not final yet (it was just stored), so the database is first read when the Notifier says it is."""
         deadline = time.monotonic() + seconds
-        event = watch or self.notifier.watch(submission_id)
+        event = watch or self.notifier.watch(submission_id, final_only=True)
+        public: SubmissionPublic | None = None
+        read = not pending
         try:
             while True:
-                public = self.read(submission_id)
+                if read:
+                    public = self.read(submission_id)
+                    if public is None or public.status in FINAL:
+                        return public
+                read = True
                 remaining = deadline - time.monotonic()
-                if public is None or public.status in FINAL or remaining <= 0:
-                    return public
+                if remaining <= 0:
+                    return public if public is not None else self.read(submission_id)
                 if gone is not None and await gone():
                     return public
                 try:

@@ -14,30 +14,35 @@ class Notifier:
 
     def __init__(self, relay: Callable[[str], None] | None = None) -> None:
         self.relay = relay
-        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(list)
+        # Per submission: (loop, event, woken only by a final change).
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event, bool]]] = defaultdict(list)
         self._lock = threading.Lock()
 
-    def watch(self, submission_id: str) -> asyncio.Event:
+    def watch(self, submission_id: str, final_only: bool = False) -> asyncio.Event:
+        """An event set when the submission changes; with final_only, when it may have become final
+        (a ?wait= request needs nothing else; its poll of the database covers a missed wake-up)."""
         event = asyncio.Event()
         with self._lock:
-            self._waiters[submission_id].append((asyncio.get_running_loop(), event))
+            self._waiters[submission_id].append((asyncio.get_running_loop(), event, final_only))
         return event
 
     def unwatch(self, submission_id: str, event: asyncio.Event) -> None:
         with self._lock:
             waiters = self._waiters.get(submission_id, [])
-            self._waiters[submission_id] = [(loop, e) for loop, e in waiters if e is not event]
+            self._waiters[submission_id] = [waiter for waiter in waiters if waiter[1] is not event]
             if not self._waiters[submission_id]:
                 del self._waiters[submission_id]
 
-    def notify(self, submission_id: str) -> None:
-        self.wake(submission_id)
+    def notify(self, submission_id: str, final: bool = False) -> None:
+        self.wake(submission_id, final)
         if self.relay is not None:
             self.relay(submission_id)
 
-    def wake(self, submission_id: str) -> None:
-        """Wakes the waiters of this process only."""
+    def wake(self, submission_id: str, final: bool = True) -> None:
+        """Wakes the waiters of this process only. `final`: the change may be the verdict (a change
+        relayed from another process may always be)."""
         with self._lock:
             waiters = list(self._waiters.get(submission_id, []))
-        for loop, event in waiters:
-            loop.call_soon_threadsafe(event.set)
+        for loop, event, final_only in waiters:
+            if final or not final_only:
+                loop.call_soon_threadsafe(event.set)

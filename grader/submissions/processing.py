@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from grader import phases
 from grader.config import Settings
 from grader.grading.grader import Grader
 from grader.grading.verdict import Status, Verdict
@@ -49,12 +50,24 @@ class Processor:
     def process(self, submission_id: str) -> None:
         """Grades one stored submission and stores its verdict. Does nothing for a submission that is
         final, or leased to another worker's live attempt."""
-        with submission_logging(submission_id):
-            self._grade_stored(submission_id)
+        with submission_logging(submission_id), phases.recording() as spent:
+            if self._grade_stored(submission_id):
+                self._observe(spent)
 
-    def _grade_stored(self, submission_id: str) -> None:
+    def _observe(self, spent: dict[str, float]) -> None:
+        try:
+            for phase, seconds in spent.items():
+                self.metrics.phase_seconds.labels(phase).observe(seconds)
+            self.metrics.phase_seconds.labels("transport").observe(phases.transport(spent))
+            self.metrics.phase_samples.inc()
+        except Exception:  # the metrics are a courtesy: the verdict is stored
+            log.exception("recording where the time went failed")
+
+    def _grade_stored(self, submission_id: str) -> bool:
+        """Whether it was graded here."""
         max_starts = self.settings.max_attempts
-        with self.db.session() as session:
+        taken_at = datetime.now(UTC)
+        with phases.timed("take"), self.db.session() as session:
             submission = crud.mark_running(
                 session, submission_id=submission_id, lease_s=self.settings.lease_s, max_starts=max_starts
             )
@@ -65,7 +78,7 @@ class Processor:
                     self._given_up(submission_id, max_starts)
                 else:
                     log.info("not graded here: already final, or being graded under a live lease")
-                return
+                return False
             # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
             # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
             problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
@@ -77,28 +90,32 @@ class Processor:
         started = time.monotonic()
         try:
             if attempt == 1:
-                self.metrics.queue_wait_seconds.observe(max(0.0, _seconds_since(created_at)))
+                waited = max(0.0, _seconds_between(created_at, taken_at))
+                self.metrics.queue_wait_seconds.observe(waited)
+                phases.add("queue", waited)
             self.notifier.notify(submission_id)
             problem = self._problem(problem_id, submitted_version)
             verdict = self._grade(submission_id, problem, problem_id, source, seed)
-            verdict = self._store(submission_id, verdict, problem, attempt)
+            with phases.timed("store"):
+                verdict = self._store(submission_id, verdict, problem, attempt)
         finally:
             self.leases.release(submission_id)
         elapsed = time.monotonic() - started
         self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
-        self.notifier.notify(submission_id)
+        self.notifier.notify(submission_id, final=True)
         try:
             self.after_verdict(submission_id)
         except Exception:  # a delivery is retried by its own loop; grading is done
             log.exception("starting the delivery of %s failed", submission_id)
+        return True
 
     def _given_up(self, submission_id: str, max_starts: int) -> None:
         self.metrics.given_up.inc()
         self.metrics.verdicts.labels(Status.INTERNAL_ERROR.value).inc()
         log.error("given up: grading was started %d times without finishing", max_starts)
-        self.notifier.notify(submission_id)
+        self.notifier.notify(submission_id, final=True)
         try:
             self.after_verdict(submission_id)
         except Exception:  # a delivery is retried by its own loop
@@ -153,7 +170,7 @@ def given_up(max_starts: int) -> str:
     )
 
 
-def _seconds_since(moment: datetime) -> float:
+def _seconds_between(moment: datetime, later: datetime) -> float:
     # SQLite hands back naive datetimes; every stored time is UTC.
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return (datetime.now(UTC) - aware).total_seconds()
+    return (later - aware).total_seconds()

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 
+from grader import phases
 from grader.grading.verdict import TestResult
 from grader.storage import crud
 from grader.storage.db import Database
@@ -59,7 +60,7 @@ class ProgressWriter:
             if not self._dirty or self._closed:
                 return
             ordered = [self.results[index] for index in sorted(self.results)]
-            with self.db.session() as session:
+            with phases.timed("progress"), self.db.session() as session:
                 crud.record_progress(session, submission_id=self.submission_id, results=ordered)
             self._dirty = False
             self.last_flush = time.monotonic()

@@ -113,7 +113,9 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
             (test, highlight_python(test.code, label=f"Code of test {number}: {test.name}"))
             for number, test in enumerate(public.visible_tests, start=1)
         ],
-        "helpers_html": highlight_python(public.helpers, label="Helpers shared by the tests") if public.helpers else None,
+        "helpers_html": (
+            highlight_python(public.helpers, label="Helpers shared by the tests") if public.helpers else None
+        ),
     }
 
 

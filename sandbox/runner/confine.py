@@ -1,6 +1,8 @@
-"""What the child does to itself, in this order, before any submission code runs: resource limits,
-the OOM killer's choice, Landlock, then seccomp (which must come last: it forbids what the steps
-before it need). Nothing the submission does afterwards can lift any of them."""
+"""What the child does to itself before any submission code runs, in two parts. Before its job comes
+(a spare child waits for one, so this is off the submission's path): the limits that do not depend on
+the job, the OOM killer's choice, Landlock. Once the job is read: its memory and CPU limits, then
+seccomp (which must come last: it forbids what the steps before it need, prlimit64 among them).
+Nothing the submission does afterwards can lift any of them."""
 
 from __future__ import annotations
 
@@ -54,27 +56,47 @@ def _limit_memory(memory: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
 
 
+class Confinement:
+    """One child's confinement: prepare() before its job is known, apply() once it is."""
+
+    def __init__(self, protected: tuple[int, ...]) -> None:
+        self.protected = protected
+        self.filter: seccomp.Filter | None = None
+        self.abi = 0
+
+    def prepare(self) -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_OPEN_FILES, MAX_OPEN_FILES))
+        try:
+            # The runner is not dumpable, and a child inherits that, which would leave its /proc files
+            # owned by root: the child makes itself dumpable again (it only exposes itself).
+            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+            # The child, never the runner, is the one the kernel picks when memory runs out; Landlock
+            # then keeps it from writing this file back.
+            with open("/proc/self/oom_score_adj", "w") as adj:
+                adj.write("1000")
+        except OSError:
+            pass
+        self.abi = landlock.install()
+        self.filter = seccomp.Filter.build(self.protected)
+
+    def apply(self, memory_mb: int, cpu_budget_s: float) -> int:
+        """The job's limits, then seccomp; the Landlock ABI in force (0: none)."""
+        if self.filter is None:
+            raise OSError("the child was not prepared")
+        _limit_memory(memory_mb * 1024 * 1024)
+        cpu = int(math.ceil(cpu_budget_s))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        # Last: from here on the child cannot signal, trace or re-limit the runner and the zygote, start a
+        # process or a program, nor touch the page cache's state (seccomp.py).
+        if not self.filter.install():
+            raise OSError("the seccomp filter could not be installed")
+        return self.abi
+
+
 def confine(memory_mb: int, cpu_budget_s: float, protected: tuple[int, ...]) -> int:
-    """Applies every limit to the calling process; returns the Landlock ABI in force (0: none)."""
-    _limit_memory(memory_mb * 1024 * 1024)
-    cpu = int(math.ceil(cpu_budget_s))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_OPEN_FILES, MAX_OPEN_FILES))
-    try:
-        # The runner is not dumpable, and a child inherits that, which would leave its /proc files
-        # owned by root: the child makes itself dumpable again (it only exposes itself).
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        # The child, never the runner, is the one the kernel picks when memory runs out; Landlock
-        # then keeps it from writing this file back.
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
-    except OSError:
-        pass
-    abi = landlock.install()
-    # Last: from here on the child cannot signal, trace or re-limit the runner and the zygote, start a
-    # process or a program, nor touch the page cache's state (seccomp.py).
-    if not seccomp.install(protected):
-        raise OSError("the seccomp filter could not be installed")
-    return abi
+    """Both parts at once: applies every limit to the calling process; the Landlock ABI in force."""
+    confinement = Confinement(protected)
+    confinement.prepare()
+    return confinement.apply(memory_mb, cpu_budget_s)

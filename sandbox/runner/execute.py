@@ -214,9 +214,35 @@ def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
         return _failure(exc), b""
 
 
+# Run once by each child before its job comes: the first touches of torch's, numpy's and the judge's own
+# code paths after a fork copy pages and fill caches; done here, the submission's first test does not pay.
+WARM_UP_TEST = """x = torch.randn(4, 3)
+y = F.relu(nn.functional.linear(x, torch.ones(2, 3))).sum(dim=0) * 2 + 1
+return {"out": y, "n": [1, 2.5, "s", None, True], "v": y.max().item(), "r": float(np.random.rand(2).sum())}
+"""
+
+
+def warm_up() -> None:
+    """Our own code, before any job: nothing of a submission or a test is in this process yet. The
+    random states are put back, so what a submission draws at load is what it would draw without it."""
+    states = torch.random.get_rng_state(), random.getstate(), np.random.get_state()
+    try:
+        run_test(0, 0, WARM_UP_TEST, {}, 1 << 20)
+    finally:
+        torch.random.set_rng_state(states[0])
+        random.setstate(states[1])
+        np.random.set_state(states[2])
+
+
 def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = ()) -> None:
     """Never returns: the child leaves through os._exit so no atexit hook of the submission runs."""
     _isolate(cmd_r, res_w, out_w)
+    confinement = confine.Confinement(protected)
+    try:
+        confinement.prepare()
+        warm_up()
+    except (OSError, ValueError):
+        os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
     try:
         kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
         job = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH)
@@ -229,7 +255,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
     except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
         os._exit(EXIT_BAD_JOB)
     try:
-        confine.confine(int(limits["memory_mb"]), cpu_budget, protected)
+        confinement.apply(int(limits["memory_mb"]), cpu_budget)
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
     entry_points, failure = load_submission(source, names)

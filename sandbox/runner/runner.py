@@ -139,11 +139,14 @@ class Runner:
             proc = self.take_child()
             try:
                 oom_before = cleanup.oom_kills()
+                started = time.monotonic()
                 outcome = self._load(proc, job, oom_before)
                 status = outcome.get("status")
                 if not load_reported:
                     load_reported = True
-                    self.emit(protocol.LOAD, clean_header(outcome, protocol.LOAD_STATUSES))
+                    header = clean_header(outcome, protocol.LOAD_STATUSES)
+                    header["time_ms"] = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
+                    self.emit(protocol.LOAD, header)
                     if status != protocol.OK:
                         return
                 elif status != protocol.OK:
@@ -220,5 +223,6 @@ class Runner:
             except Exception:  # noqa: BLE001 - a fault of the runner's own: the job ends, the container goes
                 pass
             clean = cleanup.clean_container() and finished
-            self.spare = Child(self.forker) if clean else None
             self.emit(protocol.DONE, {"clean": clean})
+            # The next job's child, forked and prepared while the container waits for that job.
+            self.spare = Child(self.forker) if clean else None

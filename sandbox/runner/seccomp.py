@@ -183,16 +183,32 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     return resolved
 
 
+class Filter:
+    """The filter, built ahead (while a spare child waits for its job), installed in two prctl calls."""
+
+    def __init__(self, program: list[tuple[int, int, int, int]] | None) -> None:
+        self.program = program
+        self._fprog: _SockFprog | None = None
+        if program is not None:
+            self._instructions = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
+            self._fprog = _SockFprog(len(program), self._instructions)
+
+    @classmethod
+    def build(cls, protected: tuple[int, ...]) -> Filter:
+        machine = platform.machine()
+        return cls(build(machine, protected) if machine in ARCHES else None)
+
+    def install(self) -> bool:
+        """Installs the filter on the calling process (and so on all it starts); False where unsupported."""
+        if self._fprog is None:
+            return False
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+            return False
+        return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._fprog), 0, 0) == 0
+
+
 def install(protected: tuple[int, ...]) -> bool:
-    """Installs the filter on the calling process (and so on all it starts); False where unsupported."""
-    machine = platform.machine()
-    if machine not in ARCHES:
-        return False
-    program = build(machine, protected)
-    instructions = (_SockFilter * len(program))(*[_SockFilter(code, jt, jf, k) for code, jt, jf, k in program])
-    fprog = _SockFprog(len(program), instructions)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
-        return False
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0
+    """Builds and installs the filter on the calling process; False where unsupported."""
+    return Filter.build(protected).install()
