@@ -100,7 +100,10 @@ async def create_submission(
         # Woken only when it is final (a stream, by contrast, wants every change).
         watch = components.notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None
         try:
-            await run_in_threadpool(intake.dispatch, stored)
+            if components.dispatcher.immediate:  # no thread hop for an in-process queue
+                intake.dispatch(stored)
+            else:
+                await run_in_threadpool(intake.dispatch, stored)
             # A client that left needs no verdict: waiting stops, so that its slot comes back now.
             public = (
                 await intake.wait(

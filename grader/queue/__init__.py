@@ -15,6 +15,9 @@ class QueueFull(Exception):
 
 
 class Dispatcher(Protocol):
+    # Whether submit() returns at once without I/O (an in-process queue), so it may run on the event loop.
+    immediate: bool
+
     def start(self) -> None: ...
 
     def stop(self) -> None: ...

@@ -138,6 +138,8 @@ class CeleryDispatcher:
     broker's own queue misses what a worker has reserved); the API checks it against max_queue before
     storing, so `submit` itself never refuses."""
 
+    immediate = False  # submit() writes a lease and talks to the broker
+
     def __init__(
         self,
         settings: Settings,

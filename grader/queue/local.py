@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 
 
 class LocalQueue:
+    immediate = True  # submit() is a put_nowait
+
     def __init__(self, handler: Callable[[str], None], workers: int, max_size: int) -> None:
         self._handler = handler
         self._queue: queue.Queue[str | None] = queue.Queue(maxsize=max_size)

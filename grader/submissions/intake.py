@@ -142,7 +142,7 @@ class Intake:
 
     def dispatch(self, stored: Stored) -> None:
         """Hands a new submission to the graders; if the queue is full, it is deleted again and Refused (429).
-        Blocking (with Celery it writes a lease and talks to the broker): call it off the event loop."""
+        Blocking with Celery (it writes a lease and talks to the broker): then call it off the event loop."""
         if stored.replayed:
             return
         try:
