@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 
-from bench.common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 from grader.config import Settings  # noqa: E402
 from grader.grading.execution import build_job, job_bound_s  # noqa: E402
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402

@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 import redis  # noqa: E402
 import yaml  # noqa: E402
+from common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 
-from bench.common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 from grader.sandboxes.container import LABEL  # noqa: E402
 
 PROBLEM = "embedding-layer"

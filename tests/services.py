@@ -65,6 +65,20 @@ def postgres_database() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def worker_env(database_url: str, queue: str, data_dir: Path, problems_dir: Path, port: int) -> dict[str, str]:
+    """The environment of a `grader worker` beside a Celery-mode API in the tests: one warm sandbox."""
+    return {
+        "GRADER_QUEUE": "celery",
+        "GRADER_DATABASE_URL": database_url,
+        "GRADER_BROKER_URL": REDIS_URL,
+        "GRADER_CELERY_QUEUE": queue,
+        "GRADER_DATA_DIR": str(data_dir),
+        "GRADER_PROBLEMS_DIR": str(problems_dir),
+        "GRADER_POOL_SIZE": "1",
+        "GRADER_WORKER_HTTP_PORT": str(port),
+    }
+
+
 def unique_queue() -> str:
     return f"tjtest-{uuid.uuid4().hex[:12]}"
 

@@ -29,7 +29,6 @@ from grader.storage.migrate import upgrade_to_head
 from grader.worker import worker_settings
 from tests.conftest import PROBLEMS_DIR, make_settings
 from tests.services import (
-    REDIS_URL,
     REFERENCE,
     SLOW,
     WRONG,
@@ -38,6 +37,7 @@ from tests.services import (
     free_port,
     postgres_database,
     unique_queue,
+    worker_env,
 )
 
 pytestmark = pytest.mark.docker
@@ -65,16 +65,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
         )
         api = build(settings)
         api.start()
-        env = {
-            "GRADER_QUEUE": "celery",
-            "GRADER_DATABASE_URL": url,
-            "GRADER_BROKER_URL": REDIS_URL,
-            "GRADER_CELERY_QUEUE": queue,
-            "GRADER_DATA_DIR": str(root / "data"),
-            "GRADER_PROBLEMS_DIR": str(problems),
-            "GRADER_POOL_SIZE": "1",
-            "GRADER_WORKER_HTTP_PORT": str(port),
-        }
+        env = worker_env(url, queue, root / "data", problems, port)
         worker = GraderProcess(["worker", "--name", "w"], env, root / "worker.log").start()
         try:
             worker.wait_http_ready(f"http://127.0.0.1:{port}/healthz")
