@@ -20,6 +20,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 
+from grader.background import BackgroundLoop
 from grader.config import Settings
 from grader.grading.model import ProblemSpec
 
@@ -56,11 +57,14 @@ def seed_key(problem: ProblemSpec, seed: int | None) -> str:
     return f"seed-{seed}" if draws_fresh(problem) and seed is not None else "fixed"
 
 
-class SeedPool:
+class SeedPool(BackgroundLoop):
     """Seeds whose expected outputs are ready, per problem version. draw() takes one (a use of it);
     a seed used `seed_uses` times is retired; a background thread keeps `seed_pool_size` ready, one
     reference run at a time. With nothing ready, draw() gives a new seed, whose outputs the caller's
     grading then computes."""
+
+    thread_name = "seed-pool"
+    interval_s = 5.0
 
     def __init__(
         self,
@@ -73,9 +77,7 @@ class SeedPool:
         self.problems = problems
         self._ready: dict[str, list[list[int]]] = {}  # "id:version" -> [[seed, uses left], ...]
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     def draw(self, problem: ProblemSpec) -> int | None:
         """The seed for a new submission of `problem` (None when no test draws fresh inputs)."""
@@ -93,7 +95,7 @@ class SeedPool:
                 entry[1] -= 1
                 if entry[1] <= 0:
                     ready.remove(entry)
-        self._wake.set()
+        self.kick()
         return entry[0] if entry is not None else new_seed()
 
     def offer(self, problem: ProblemSpec, seeds: Sequence[int | None]) -> None:
@@ -113,26 +115,17 @@ class SeedPool:
 
     def start(self) -> None:
         if self.settings.seeds == "pool":
-            self._thread = threading.Thread(target=self._refill, name="seed-pool", daemon=True)
-            self._thread.start()
+            super().start()
 
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _refill(self) -> None:
-        while not self._stopping.is_set():
-            worked = False
-            for problem in self.problems():
-                if self._stopping.is_set():
-                    return
-                if draws_fresh(problem) and self.ready_count(problem) < self.settings.seed_pool_size:
-                    worked |= self._add_one(problem)
-            if not worked:
-                self._wake.wait(5.0)
-                self._wake.clear()
+    def run_once(self) -> bool:
+        """One seed more for each problem short of ready ones; whether any was added."""
+        worked = False
+        for problem in self.problems():
+            if self.stopping:
+                return False
+            if draws_fresh(problem) and self.ready_count(problem) < self.settings.seed_pool_size:
+                worked |= self._add_one(problem)
+        return worked
 
     def _add_one(self, problem: ProblemSpec) -> bool:
         seed = new_seed()

@@ -19,10 +19,10 @@ import json
 import logging
 import socket
 import ssl
-import threading
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
+from grader.background import BackgroundLoop
 from grader.config import Settings
 from grader.problems.registry import Registry
 from grader.storage import crud
@@ -132,39 +132,24 @@ def post(url: str, body: bytes, settings: Settings) -> int:
         connection.close()
 
 
-class Deliverer:
+class Deliverer(BackgroundLoop):
     """Delivers due webhooks: at once after a verdict (kick), and retries with backoff from a background
     thread, for at most GRADER_WEBHOOK_RETRY_S after the verdict; then the delivery is marked failed."""
+
+    thread_name = "webhooks"
 
     def __init__(self, settings: Settings, db: Database, registry: Registry) -> None:
         self.settings = settings
         self.db = db
         self.registry = registry
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="webhooks", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def kick(self) -> None:
-        self._wake.set()
-
-    def _loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self.deliver_due()
-            except Exception:  # the database may be away for a moment: try again
-                log.exception("delivering webhooks failed")
-            self._wake.wait(1.0)
-            self._wake.clear()
+    def run_once(self) -> bool:
+        try:
+            self.deliver_due()
+        except Exception:  # the database may be away for a moment: try again
+            log.exception("delivering webhooks failed")
+        return False
 
     def deliver_due(self) -> int:
         """Attempts every delivery that is due; how many were attempted."""
