@@ -12,9 +12,14 @@ Most submissions are the embedding reference, some are known wrong ones; each mu
 When the 500th submission has been stored, worker 1 is killed with SIGKILL mid-grading and a new worker
 is started under its name (which also removes the sandbox the dead one left).
 
-It prints throughput and latency percentiles, and fails (exit 1) unless: zero submissions lost (every
-one final at the end, none queued or running), zero 5xx answers, zero connection errors, every verdict
-the expected one, and exactly one stored submission per client submission.
+Before that, the baseline: local mode as `make run` starts it (SQLite, the in-process queue, two warm
+sandboxes: as many as the two workers have), as many submissions of the same plan as the Celery run
+stores before the kill, from the same clients.
+
+It prints throughput and latency percentiles, where a submission's time went on each worker, and fails
+(exit 1) unless: zero submissions lost (every one final at the end, none queued or running), zero 5xx
+answers, zero connection errors, every verdict the expected one, exactly one stored submission per
+client submission, and the Celery throughput before the kill within 20% of local mode's.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ PG_ADMIN = "postgresql://torchjudge:torchjudge@127.0.0.1:5432/torchjudge"
 GRADER = str(ROOT / ".venv" / "bin" / "grader")
 CASES = ROOT / "tests" / "cases" / PROBLEM
 # (weight, source, expected status): mostly small, fast, accepted solutions, and a few wrong ones.
+# What makes a service Celery-mode; the local-mode baseline runs without them.
+CELERY_SETTINGS = ("GRADER_QUEUE", "GRADER_DATABASE_URL", "GRADER_BROKER_URL", "GRADER_CELERY_QUEUE")
 WRONG_CASES = [("forgot-scaling", 10), ("syntax-error", 5), ("missing-function", 5)]
 
 
@@ -68,6 +75,7 @@ class Results:
     errors: list[str] = field(default_factory=list)
     ids: dict[int, str] = field(default_factory=dict)
     verdicts: Counter[str] = field(default_factory=Counter)
+    finished: list[float] = field(default_factory=list)  # time.monotonic() of each verdict
 
 
 def _request(
@@ -129,6 +137,120 @@ def _wait_http(url: str, process: Process, timeout: float = 240) -> None:
     raise SystemExit(f"{url} not ready within {timeout:.0f} s; see {process.log}")
 
 
+def send_all(
+    base: str,
+    plan: list[tuple[str, str, str]],
+    clients: int,
+    run: str,
+    results: Results,
+    kill_at: int | None = None,
+    kill_event: threading.Event | None = None,
+) -> None:
+    """Every submission of the plan from `clients` threads, each a POST ?wait=60 (then GET polls if the
+    answer is 202) with an Idempotency-Key; the kill event is set when the kill_at-th one is stored."""
+    next_index = [0]
+
+    def client() -> None:
+        while True:
+            with results.lock:
+                index = next_index[0]
+                if index >= len(plan):
+                    return
+                next_index[0] += 1
+            name, source, expected = plan[index]
+            body = json.dumps({"problem_id": PROBLEM, "source": source}).encode()
+            headers = {"content-type": "application/json", "Idempotency-Key": f"{run}-{index}"}
+            started = time.monotonic()
+            verdict = None
+            for _try in range(20):
+                try:
+                    status, payload, answer_headers = _request("POST", f"{base}/api/submissions?wait=60", body, headers)
+                except (urllib.error.URLError, OSError) as exc:
+                    with results.lock:
+                        results.errors.append(f"#{index} POST: {exc}")
+                    time.sleep(1)
+                    continue  # safe: the Idempotency-Key makes a retry find what the first try stored
+                with results.lock:
+                    results.answers[f"POST {status}"] += 1
+                if status == 429:
+                    time.sleep(float(answer_headers.get("Retry-After", "1")))
+                    continue
+                break
+            else:
+                with results.lock:
+                    results.errors.append(f"#{index}: no answer after 20 tries")
+                return
+            if status >= 500 or status not in (200, 202):
+                with results.lock:
+                    results.errors.append(f"#{index} POST answered {status}: {payload}")
+                continue
+            submission_id = payload["id"]
+            with results.lock:
+                results.ids[index] = submission_id
+                results.stored += 1
+                if results.stored == kill_at and kill_event is not None:
+                    kill_event.set()
+            verdict = payload if status == 200 else None
+            deadline = time.monotonic() + 600
+            while verdict is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+                try:
+                    status, payload, _ = _request("GET", f"{base}/api/submissions/{submission_id}")
+                except (urllib.error.URLError, OSError) as exc:
+                    with results.lock:
+                        results.errors.append(f"#{index} GET: {exc}")
+                    continue
+                with results.lock:
+                    results.answers[f"GET {status}"] += 1
+                if status >= 500:
+                    with results.lock:
+                        results.errors.append(f"#{index} GET answered {status}")
+                elif status == 200 and payload["status"] not in ("queued", "running"):
+                    verdict = payload
+            if verdict is None:
+                continue  # counted as lost below, from the database
+            with results.lock:
+                results.latencies.append(time.monotonic() - started)
+                results.finished.append(time.monotonic())
+                results.verdicts[verdict["status"]] += 1
+                if verdict["status"] != expected:
+                    results.wrong_verdicts.append(f"#{index} {name}: {verdict['status']} (expected {expected})")
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def measure_local(plan: list[tuple[str, str, str]], clients: int, problems_dir: Path, workdir: Path) -> float:
+    """The baseline the Celery run is held to: local mode as `make run` starts it (SQLite, the in-process
+    queue) with as many warm sandboxes as the two workers have between them, under the same clients and
+    mix; its verdicts per second."""
+    port = free_port()
+    env = {
+        **{key: value for key, value in os.environ.items() if key not in CELERY_SETTINGS},
+        "GRADER_DATA_DIR": str(workdir / "local"),
+        "GRADER_PROBLEMS_DIR": str(problems_dir),
+        "GRADER_POOL_SIZE": "2",
+        "GRADER_LOG_LEVEL": "WARNING",
+        "GRADER_PORT": str(port),
+    }
+    server = Process(["serve"], env, workdir / "local.log").start()
+    results = Results()
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", server)
+        print(f"local mode: {len(plan)} submissions from {clients} clients, for comparison", flush=True)
+        started = time.monotonic()
+        send_all(f"http://127.0.0.1:{port}", plan, clients, f"local-{uuid.uuid4().hex[:10]}", results)
+        wall = time.monotonic() - started
+    finally:
+        server.stop()
+    if results.errors or results.wrong_verdicts or len(results.latencies) != len(plan):
+        raise SystemExit(f"the local-mode run failed: {(results.errors + results.wrong_verdicts)[:5]}")
+    return len(results.latencies) / wall
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", type=int, default=1000)
@@ -136,6 +258,12 @@ def main() -> int:
     parser.add_argument("--kill-at", type=int, default=None, help="kill worker 1 after this many (default: half)")
     parser.add_argument("--lease-s", type=float, default=10.0, help="GRADER_LEASE_S of the workers")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory (logs) afterwards")
+    parser.add_argument(
+        "--compare",
+        type=int,
+        default=None,
+        help="submissions of the local-mode run the Celery throughput is held to (default: as many as before the kill)",
+    )
     args = parser.parse_args()
     kill_at = args.kill_at if args.kill_at is not None else args.submissions // 2
 
@@ -187,6 +315,7 @@ def main() -> int:
     results = Results()
     killed_at: float | None = None
     try:
+        local_rate = measure_local(plan[: args.compare or kill_at], args.clients, problems_dir, workdir)
         api.start()
         for worker in workers.values():
             worker.start()
@@ -199,75 +328,7 @@ def main() -> int:
             flush=True,
         )
 
-        next_index = [0]
         kill_event = threading.Event()
-
-        def client() -> None:
-            while True:
-                with results.lock:
-                    index = next_index[0]
-                    if index >= len(plan):
-                        return
-                    next_index[0] += 1
-                name, source, expected = plan[index]
-                body = json.dumps({"problem_id": PROBLEM, "source": source}).encode()
-                headers = {"content-type": "application/json", "Idempotency-Key": f"{run}-{index}"}
-                started = time.monotonic()
-                verdict = None
-                for _try in range(20):
-                    try:
-                        status, payload, answer_headers = _request(
-                            "POST", f"{base}/api/submissions?wait=60", body, headers
-                        )
-                    except (urllib.error.URLError, OSError) as exc:
-                        with results.lock:
-                            results.errors.append(f"#{index} POST: {exc}")
-                        time.sleep(1)
-                        continue  # safe: the Idempotency-Key makes a retry find what the first try stored
-                    with results.lock:
-                        results.answers[f"POST {status}"] += 1
-                    if status == 429:
-                        time.sleep(float(answer_headers.get("Retry-After", "1")))
-                        continue
-                    break
-                else:
-                    with results.lock:
-                        results.errors.append(f"#{index}: no answer after 20 tries")
-                    return
-                if status >= 500 or status not in (200, 202):
-                    with results.lock:
-                        results.errors.append(f"#{index} POST answered {status}: {payload}")
-                    continue
-                submission_id = payload["id"]
-                with results.lock:
-                    results.ids[index] = submission_id
-                    results.stored += 1
-                    if results.stored == kill_at:
-                        kill_event.set()
-                verdict = payload if status == 200 else None
-                deadline = time.monotonic() + 600
-                while verdict is None and time.monotonic() < deadline:
-                    time.sleep(0.5)
-                    try:
-                        status, payload, _ = _request("GET", f"{base}/api/submissions/{submission_id}")
-                    except (urllib.error.URLError, OSError) as exc:
-                        with results.lock:
-                            results.errors.append(f"#{index} GET: {exc}")
-                        continue
-                    with results.lock:
-                        results.answers[f"GET {status}"] += 1
-                    if status >= 500:
-                        with results.lock:
-                            results.errors.append(f"#{index} GET answered {status}")
-                    elif status == 200 and payload["status"] not in ("queued", "running"):
-                        verdict = payload
-                if verdict is None:
-                    continue  # counted as lost below, from the database
-                with results.lock:
-                    results.latencies.append(time.monotonic() - started)
-                    results.verdicts[verdict["status"]] += 1
-                    if verdict["status"] != expected:
-                        results.wrong_verdicts.append(f"#{index} {name}: {verdict['status']} (expected {expected})")
 
         def killer() -> None:
             nonlocal replacement, killed_at
@@ -281,14 +342,10 @@ def main() -> int:
                 workdir / "load-1-2.log",
             ).start()
 
-        threads = [threading.Thread(target=client, daemon=True) for _ in range(args.clients)]
         kill_thread = threading.Thread(target=killer, daemon=True)
         kill_thread.start()
         started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        send_all(base, plan, args.clients, run, results, kill_at, kill_event)
         wall = time.monotonic() - started
         kill_event.set()
         kill_thread.join(timeout=30)
@@ -331,6 +388,14 @@ def main() -> int:
             ("one stored submission per client submission", len(rows) == len(plan)),
             ("a worker was killed mid-run", killed_at is not None and killed_at < started + wall),
         ]
+        before_kill = killed_at if killed_at is not None else started + wall
+        celery_rate = sum(1 for at in results.finished if at <= before_kill) / max(1e-9, before_kill - started)
+        print(f"throughput, local mode         {local_rate:.2f} verdicts/s (the same mix, 2 warm sandboxes, SQLite)")
+        print(
+            f"throughput, celery before kill {celery_rate:.2f} verdicts/s"
+            f" ({celery_rate / local_rate * 100 if local_rate else 0:.0f} % of local mode)"
+        )
+        checks.append(("celery throughput within 20% of local mode", celery_rate >= 0.8 * local_rate))
         live = {"load-2": workers["load-2"], **({"load-1 (restarted)": replacement} if replacement else {})}
         _print_breakdowns(live, statistics.mean(lat) * 1000 if lat else 0.0)
         print()

@@ -97,8 +97,9 @@ class Components:
         if self.grades_here:
             threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
             self.leases.start()
-            self.seeds.start()
             self.webhooks.start()
+        if self.role == "server":  # where submissions come in, and so where their seeds are drawn
+            self.seeds.start()
         self.dispatcher.start()
         if self.settings.queue == "local":
             # This process was the only grader: whatever it left queued or running is graded again.
@@ -173,21 +174,15 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     grades_here = settings.queue == "local" or role == "worker"
     db = Database(settings.sqlalchemy_url)
-    registry = Registry(
-        EffectiveLimits(
-            time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
-        )
+    limits = EffectiveLimits(
+        time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
     )
+    registry = Registry(limits)
     # A Celery-mode API keeps no warm containers; it checks uploads in sandboxes of the check's own.
     pool = SandboxPool(settings, size=None if grades_here else 0)
-    # The reference runs in containers that never run a submission: nothing a submission could leave
-    # behind in a container can reach the outputs every later submission is compared with.
-    references = SandboxPool(
-        settings,
-        size=REFERENCE_CONTAINERS if grades_here else 0,
-        owner=f"{pool.owner}-references",
-        keep_image=False,
-    )
+    # References run in containers that never run a submission (nothing a submission leaves can reach them).
+    size = REFERENCE_CONTAINERS if grades_here else 0
+    references = SandboxPool(settings, size=size, owner=f"{pool.owner}-references", keep_image=False)
 
     def load_expected(key: str) -> bytes | None:
         with db.session() as session:
@@ -200,7 +195,10 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     expected = ExpectedCache(settings, references, load_expected, save_expected)
 
     def prepare(problem: ProblemSpec, seed: int) -> None:
-        expected.get(problem, references.image_id or "unknown", seed)
+        # A Celery-mode API runs no reference: its seeds are ready at once, and the first worker to grade
+        # with one computes its expected outputs, kept in the shared database for every other worker.
+        if grades_here:
+            expected.get(problem, references.image_id or "unknown", seed)
 
     seeds = SeedPool(settings, prepare, registry.all)
     grader = Grader(settings, pool, expected)

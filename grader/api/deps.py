@@ -17,18 +17,20 @@ from grader.submissions.submitters import Refused, Submitter, hash_key
 MAX_WAIT_S = 60
 
 
-def get_components(request: Request) -> Components:
+# The dependencies that only look something up are `async def`: FastAPI runs a plain `def` dependency
+# in its thread pool, a thread hop per request for nothing.
+async def get_components(request: Request) -> Components:
     return request.app.state.components  # type: ignore[no-any-return]
 
 
 ComponentsDep = Annotated[Components, Depends(get_components)]
 
 
-def get_registry(components: ComponentsDep) -> Registry:
+async def get_registry(components: ComponentsDep) -> Registry:
     return components.registry
 
 
-def get_intake(components: ComponentsDep) -> Intake:
+async def get_intake(components: ComponentsDep) -> Intake:
     return components.intake
 
 

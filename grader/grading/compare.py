@@ -133,6 +133,8 @@ def _mismatch(path: str, reason: str, expected: Any, got: Any, **extra: Any) -> 
 
 def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Tolerance) -> Comparison:
     exp, act = expected.array, got.array
+    if np.array_equal(exp, act):  # the same values (NaN aside): within any tolerance, at once
+        return Comparison(True)
     if expected.dtype in FLOAT_DTYPES:
         tolerance = tolerance.for_dtype(expected.dtype)
         if np.iscomplexobj(exp):
@@ -143,25 +145,14 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
             exp64, act64 = np.round(exp64, tolerance.decimals), np.round(act64, tolerance.decimals)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             close = np.isclose(act64, exp64, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-            both_finite = np.isfinite(exp64) & np.isfinite(act64)
-            abs_err = np.abs(act64 - exp64)
-            # Relative error only where it means something: against a non-zero expected value.
-            nonzero = both_finite & (exp64 != 0)
-            rel_err = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp64), 1.0), 0.0)
-        max_abs = float(abs_err[both_finite].max()) if both_finite.any() else 0.0
-        max_rel = float(rel_err[nonzero].max()) if nonzero.any() else 0.0
-        errors = {
-            "max_abs_error": json_number(max_abs),
-            "max_rel_error": json_number(max_rel),
-            "rtol": tolerance.rtol,
-            "atol": tolerance.atol,
-            **({"round": tolerance.decimals} if tolerance.decimals is not None else {}),
-        }
+        if bool(close.all()):
+            return Comparison(True)
+        errors = _errors(exp64, act64, tolerance)
     else:
         close = exp == act
         errors = {}
-    if bool(close.all()):
-        return Comparison(True)
+        if bool(close.all()):
+            return Comparison(True)
     wrong = np.argwhere(~close)
     first = []
     for index in wrong[:FIRST_MISMATCHES]:
@@ -180,6 +171,25 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
         **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and exp.dtype.kind in "fc" else {}),
         **errors,
     )
+
+
+def _errors(exp64: np.ndarray, act64: np.ndarray, tolerance: Tolerance) -> dict[str, Any]:
+    """How far apart two float arrays are (the report of a mismatch), and the tolerance they were held to."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        both_finite = np.isfinite(exp64) & np.isfinite(act64)
+        abs_err = np.abs(act64 - exp64)
+        # Relative error only where it means something: against a non-zero expected value.
+        nonzero = both_finite & (exp64 != 0)
+        rel_err = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp64), 1.0), 0.0)
+    max_abs = float(abs_err[both_finite].max()) if both_finite.any() else 0.0
+    max_rel = float(rel_err[nonzero].max()) if nonzero.any() else 0.0
+    return {
+        "max_abs_error": json_number(max_abs),
+        "max_rel_error": json_number(max_rel),
+        "rtol": tolerance.rtol,
+        "atol": tolerance.atol,
+        **({"round": tolerance.decimals} if tolerance.decimals is not None else {}),
+    }
 
 
 def _heatmap(expected: np.ndarray, got: np.ndarray, cells: int = 16) -> list[list[float]]:

@@ -55,6 +55,7 @@ CHECK_TASK = "torchjudge.check_problem"
 RUN_TASK = "torchjudge.run"
 RETRY_CAP_S = 60
 REPLY_TTL_S = 60  # an answer nobody took (its caller gave up) is dropped by Redis after this long
+PROGRESS = "progress"  # the mark of a relayed change that cannot be the verdict
 
 Call = Callable[[dict[str, Any]], dict[str, Any]]
 Reply = Callable[[str, dict[str, Any]], None]
@@ -144,7 +145,7 @@ class CeleryDispatcher:
         self,
         settings: Settings,
         db: Database,
-        on_progress: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, bool], None] | None = None,
         handler: Callable[[str], None] | None = None,
         calls: dict[str, Call] | None = None,
     ) -> None:
@@ -227,9 +228,11 @@ class CeleryDispatcher:
             pipe.execute()
 
     # -- progress relay -----------------------------------------------------------------------------
-    def publish(self, submission_id: str) -> None:
+    def publish(self, submission_id: str, final: bool = True) -> None:
+        """A change of the submission, for the API's waiters: "<id>" when it may be the verdict, "<id> progress"
+        otherwise (which wakes event streams, not a ?wait= request)."""
         try:
-            self._redis.publish(self.channel, submission_id)
+            self._redis.publish(self.channel, submission_id if final else f"{submission_id} {PROGRESS}")
         except redis.RedisError as exc:  # a missed wake-up costs a poll interval, never a verdict
             log.debug("progress of %s not published: %s", submission_id, exc)
 
@@ -245,7 +248,9 @@ class CeleryDispatcher:
                     message = pubsub.get_message(timeout=1.0)
                     if message is not None and message.get("type") == "message":
                         data = message["data"]
-                        self._on_progress(data.decode() if isinstance(data, bytes) else str(data))
+                        text = data.decode() if isinstance(data, bytes) else str(data)
+                        submission_id, _, kind = text.partition(" ")
+                        self._on_progress(submission_id, kind != PROGRESS)
             except (redis.RedisError, OSError) as exc:
                 log.warning("progress relay lost the broker (%s); reconnecting in %.1f s", exc, delay)
                 self._stopping.wait(delay)

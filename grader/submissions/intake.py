@@ -23,7 +23,11 @@ from grader.submissions.notifier import Notifier
 from grader.submissions.public import SubmissionPublic, read_submission
 from grader.submissions.submitters import Refused, Submitter, check_rate
 
-WAIT_POLL_S = 0.5
+# A waiting request reads the database when woken, and also after WAIT_POLL_S, then twice as long each
+# time up to WAIT_POLL_MAX_S: a wake-up lost (a relay reconnecting) costs seconds, never the verdict, and
+# many waiting clients do not read the database twice a second each.
+WAIT_POLL_S = 1.0
+WAIT_POLL_MAX_S = 5.0
 QUEUE_FULL = "the grading queue is full"
 
 
@@ -177,6 +181,7 @@ class Intake:
         event = watch or self.notifier.watch(submission_id, final_only=True)
         public: SubmissionPublic | None = None
         read = not pending
+        poll = WAIT_POLL_S
         try:
             while True:
                 if read:
@@ -192,9 +197,9 @@ class Intake:
                 try:
                     # Woken by the Notifier (relayed from the workers under Celery); the timeout is the
                     # database poll that covers a missed wake-up.
-                    await asyncio.wait_for(event.wait(), timeout=min(remaining, WAIT_POLL_S))
+                    await asyncio.wait_for(event.wait(), timeout=min(remaining, poll))
                 except TimeoutError:
-                    pass
+                    poll = min(poll * 2, WAIT_POLL_MAX_S)
                 event.clear()
         finally:
             if watch is None:

@@ -12,7 +12,7 @@ class Notifier:
     """Wakes HTTP requests waiting on a submission, from the worker threads. With Celery, a worker's
     Notifier relays each wake-up over Redis and the API's wakes its own waiters (`wake`)."""
 
-    def __init__(self, relay: Callable[[str], None] | None = None) -> None:
+    def __init__(self, relay: Callable[[str, bool], None] | None = None) -> None:
         self.relay = relay
         # Per submission: (loop, event, woken only by a final change).
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event, bool]]] = defaultdict(list)
@@ -36,11 +36,10 @@ class Notifier:
     def notify(self, submission_id: str, final: bool = False) -> None:
         self.wake(submission_id, final)
         if self.relay is not None:
-            self.relay(submission_id)
+            self.relay(submission_id, final)
 
     def wake(self, submission_id: str, final: bool = True) -> None:
-        """Wakes the waiters of this process only. `final`: the change may be the verdict (a change
-        relayed from another process may always be)."""
+        """Wakes the waiters of this process only. `final`: the change may be the verdict."""
         with self._lock:
             waiters = list(self._waiters.get(submission_id, []))
         for loop, event, final_only in waiters:

@@ -35,7 +35,7 @@ class Processor:
         leases: Leases,
         metrics: Metrics,
         refresh_problems: Callable[[], None],
-        after_verdict: Callable[[str], None] = lambda submission_id: None,
+        after_verdict: Callable[[str], None] = lambda submission_id: None,  # with a callback_url
     ) -> None:
         self.settings = settings
         self.db = db
@@ -85,6 +85,7 @@ class Processor:
             seed = submission.seed
             starts = submission.grading_starts
             submitted_version, created_at = submission.problem_version, submission.created_at
+            webhook = submission.callback_url is not None
         self.leases.hold(submission_id, attempt)
         log.info("grading started: attempt %d, start %d of at most %d", attempt, starts, max_starts)
         started = time.monotonic()
@@ -105,10 +106,11 @@ class Processor:
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
         self.notifier.notify(submission_id, final=True)
-        try:
-            self.after_verdict(submission_id)
-        except Exception:  # a delivery is retried by its own loop; grading is done
-            log.exception("starting the delivery of %s failed", submission_id)
+        if webhook:
+            try:
+                self.after_verdict(submission_id)
+            except Exception:  # a delivery is retried by its own loop; grading is done
+                log.exception("starting the delivery of %s failed", submission_id)
         return True
 
     def _given_up(self, submission_id: str, max_starts: int) -> None:

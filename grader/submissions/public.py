@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
+from sqlalchemy import Row
 
 from grader.grading.verdict import Status, TestResult, TestStatus
 from grader.problems.registry import LoadedProblem, Registry
@@ -82,7 +83,7 @@ def public_tests(results: list[TestResult], problem: LoadedProblem | None) -> li
 
 
 def public_submission(
-    submission: Submission, results: list[TestResult], problem: LoadedProblem | None
+    submission: Submission | Row[Any], results: list[TestResult], problem: LoadedProblem | None
 ) -> SubmissionPublic:
     return SubmissionPublic(
         id=submission.id,
@@ -126,7 +127,7 @@ class SubmissionView:
 
 def read_submission(db: Database, registry: Registry, submission_id: str) -> SubmissionView | None:
     with db.session() as session:
-        submission = crud.get_submission(session, submission_id=submission_id)
+        submission = crud.submission_row(session, submission_id=submission_id)
         if submission is None:
             return None
         problem = registry.get(submission.problem_id)

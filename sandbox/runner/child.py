@@ -9,11 +9,13 @@ bytes.
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import select
 import selectors
 import signal
 import time
+from collections.abc import Callable
 
 import cleanup
 import protocol
@@ -98,8 +100,14 @@ class Child:
             self.exit_status = status
         return True
 
-    def close(self) -> None:
-        self.kill()
+    def close(self, wait: bool = True) -> None:
+        """Kills the child (if it still runs) and closes the pipes to it. wait=False: without waiting for
+        its end, which the container's clean-up does (cleanup.clean_container waits for every process)."""
+        if wait:
+            self.kill()
+        elif self.exit_status is None:
+            cleanup.kill_others()
+            self.forker.abandon(self.pid)
         for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)
@@ -179,14 +187,22 @@ class Child:
 
     # -- waiting for a frame -------------------------------------------------------------------------
     def await_frame(
-        self, expected_kind: bytes, deadline: float, output_limit: int, oom_before: int, phase: str
+        self,
+        expected_kind: bytes,
+        deadline: float,
+        output_limit: int,
+        oom_before: int,
+        phase: str,
+        idle: tuple[float, Callable[[], None]] | None = None,
     ) -> tuple[dict, bytes]:
-        """Waits for the child's next frame, enforcing the wall-clock, output and task limits."""
+        """Waits for the child's next frame, enforcing the wall-clock, output and task limits. idle=(seconds,
+        call): call() once the frame has not come for that long (the runner then writes what it held)."""
         selector = selectors.DefaultSelector()
         selector.register(self.res_r, selectors.EVENT_READ, "res")
         if self.out_open:
             selector.register(self.out_r, selectors.EVENT_READ, "out")
         next_census = time.monotonic() + TASK_POLL_S
+        idle_at, on_idle = (time.monotonic() + idle[0], idle[1]) if idle is not None else (math.inf, None)
         try:
             while True:
                 now = time.monotonic()
@@ -200,7 +216,10 @@ class Child:
                         self.kill()
                         message = f"more than {MAX_TASKS} processes and threads at once during {phase}"
                         return _error(message, "Resources"), b""
-                for key, _ in selector.select(min(remaining, TASK_POLL_S)):
+                if on_idle is not None and now >= idle_at:
+                    call, on_idle, idle_at = on_idle, None, math.inf
+                    call()
+                for key, _ in selector.select(max(0.0, min(remaining, TASK_POLL_S, idle_at - now))):
                     outcome = self._readable(key, selector, expected_kind, deadline, output_limit, oom_before, phase)
                     if outcome is not None:
                         return outcome

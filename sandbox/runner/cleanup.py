@@ -47,27 +47,43 @@ def submission_tasks() -> int:
     return count
 
 
-def kill_others() -> None:
-    """SIGKILL to every process but this one and init: during a job those are all the submission's."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
+def kill_others(keep: int | None = None) -> None:
+    """SIGKILL to every process but this one and init (and `keep`): during a job those are all the
+    submission's. Without `keep`, one kill(-1), which no process being created can slip past; with it,
+    one kill per process listed, which is as thorough once the submission's processes are already
+    killed (none can start another: seccomp.py refuses it)."""
+    if keep is None:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        return
+    for pid in _other_pids(keep):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
-def clean_container() -> bool:
-    """Kills every process but the runner and the zygote, wipes scratch space; True when all is clean.
-    Never raises: whatever a submission left that cannot be removed makes the container unclean
+def _other_pids(keep: int | None) -> list[int]:
+    mine = (1, os.getpid(), keep)
+    return [int(name) for name in _listdir("/proc") if name.isdigit() and int(name) not in mine]
+
+
+def clean_container(keep: int | None = None) -> bool:
+    """Kills every process but the runner and the zygote (and `keep`: the next job's child, forked from
+    the zygote after the submission's processes were killed), wipes scratch space; True when all is
+    clean. Never raises: whatever a submission left that cannot be removed makes the container unclean
     (and so replaced), not the runner dead."""
     deadline = time.monotonic() + 2
     pause = 0.0005  # the killed processes are gone once the zygote has reaped them: soon, so look again soon
     while time.monotonic() < deadline:
         try:
-            kill_others()
+            kill_others(keep)
             _remove_sysv_ipc()
             for directory in SCRATCH_DIRS:
                 _wipe(directory, deadline)
-            others = [p for p in _listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            others = _other_pids(keep)
             if not others and not any(_listdir(d) for d in SCRATCH_DIRS) and not _sysv_ipc_left():
                 return True
         except Exception:  # noqa: BLE001 - see the docstring

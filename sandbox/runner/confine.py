@@ -95,6 +95,11 @@ class Confinement:
         return self.abi
 
 
+def prebuild(protected: tuple[int, ...]) -> None:
+    """In the zygote, before its first fork: the children's seccomp filter, built once for them all."""
+    seccomp.Filter.build(protected)
+
+
 def confine(memory_mb: int, cpu_budget_s: float, protected: tuple[int, ...]) -> int:
     """Both parts at once: applies every limit to the calling process; the Landlock ABI in force."""
     confinement = Confinement(protected)

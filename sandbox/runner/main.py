@@ -15,6 +15,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.clear()
 os.environ["OMP_NUM_THREADS"] = "1"
+# Tensors of 2 MiB and more on transparent huge pages (torch's CPU allocator madvises them): a fresh
+# 75 MB tensor then costs 37 page faults instead of 18 500, about four times faster to make in a child.
+os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
 
 import torch  # noqa: E402
 
@@ -22,7 +25,9 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
+import confine  # noqa: E402
 import execute  # noqa: E402
+import hugepages  # noqa: E402
 import prewarm  # noqa: E402
 import runner  # noqa: E402
 import values  # noqa: E402
@@ -54,4 +59,5 @@ if __name__ == "__main__":
     # This process becomes the zygote (PID 1 of the container); it forks the runner after warming up.
     runner.protect_runner()
     _warm_up()
-    zygote.run(_serve, execute.child_main)
+    hugepages.collapse()  # forks, and children's ends, cost a quarter of what they did (hugepages.py)
+    zygote.run(_serve, execute.child_main, confine.prebuild)

@@ -25,6 +25,9 @@ import zygote
 from child import Child
 
 PR_SET_DUMPABLE = 4
+# A test's result is held back while the next test runs for at most this long (or until this much is held).
+HOLD_S = 0.002
+HOLD_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -117,9 +120,21 @@ class Runner:
         os.dup2(devnull, 2)
         os.close(devnull)
         self.spare: Child | None = None
+        self.held = bytearray()  # frames not yet written (emit's hold)
 
-    def emit(self, kind: bytes, header: dict, body: bytes = b"") -> None:
-        protocol.write_all(self.channel, protocol.encode(kind, header, body))
+    def emit(self, kind: bytes, header: dict, body: bytes = b"", hold: bool = False) -> None:
+        """Writes a frame, after any held ones. hold=True keeps it back for a moment (a test's result, while
+        the next test runs): the results of quick tests then go out together, a write instead of one each
+        (each write is a trip through the container engine), and a held result waits at most
+        HOLD_S longer than the next test takes, whichever is less."""
+        self.held += protocol.encode(kind, header, body)
+        if not hold or len(self.held) >= HOLD_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.held:
+            held, self.held = self.held, bytearray()
+            protocol.write_all(self.channel, held)
 
     def take_child(self) -> Child:
         spare, self.spare = self.spare, None
@@ -146,7 +161,7 @@ class Runner:
                     load_reported = True
                     header = clean_header(outcome, protocol.LOAD_STATUSES)
                     header["time_ms"] = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
-                    self.emit(protocol.LOAD, header)
+                    self.emit(protocol.LOAD, header, hold=status == protocol.OK)  # the first test follows
                     if status != protocol.OK:
                         return
                 elif status != protocol.OK:
@@ -160,7 +175,7 @@ class Runner:
                 if next_index >= len(job.tests):
                     return
             finally:
-                proc.close()
+                proc.close(wait=False)  # killed; serve()'s clean-up waits for it to be gone
 
     def _run_tests(self, proc: Child, job: Job, next_index: int, oom_before: int) -> int:
         """Runs tests in this child until they are done or one ends its process; the next test's index."""
@@ -177,7 +192,7 @@ class Runner:
                 outcome, body = proc.unsent_outcome(oom_before, phase), b""
             else:
                 outcome, body = proc.await_frame(
-                    protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase
+                    protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase, (HOLD_S, self.flush)
                 )
             elapsed_ms = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
             header = clean_header(outcome, protocol.TEST_STATUSES)
@@ -193,8 +208,9 @@ class Runner:
             output = proc.take_output()
             if output is not None:
                 header["output"] = output
-            self.emit(protocol.TEST, header, body)
-            if proc.reap(block=False):
+            ended = proc.reap(block=False)
+            self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests) and not ended)
+            if ended:
                 break  # the rest of the tests run in a fresh child
         return next_index
 
@@ -222,7 +238,22 @@ class Runner:
                 return  # the zygote is gone, and the container with it: the grader sees the sandbox lost
             except Exception:  # noqa: BLE001 - a fault of the runner's own: the job ends, the container goes
                 pass
-            clean = cleanup.clean_container() and finished
+            try:
+                spare = self._next_child() if finished else None
+            except zygote.ZygoteLost:
+                return
+            clean = cleanup.clean_container(keep=spare.pid if spare is not None else None) and finished
             self.emit(protocol.DONE, {"clean": clean})
-            # The next job's child, forked and prepared while the container waits for that job.
-            self.spare = Child(self.forker) if clean else None
+            if clean:
+                self.spare = spare
+            elif spare is not None:
+                spare.close()
+
+    def _next_child(self) -> Child | None:
+        """The next job's child, forked as soon as the job's processes are killed (while the kernel
+        tears them down) and prepared while the container waits for that job; None if it cannot be
+        forked now (the next job forks one then)."""
+        try:
+            return Child(self.forker)
+        except OSError:
+            return None

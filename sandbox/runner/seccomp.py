@@ -183,6 +183,9 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     return resolved
 
 
+_BUILT: dict[tuple[int, ...], Filter] = {}
+
+
 class Filter:
     """The filter, built ahead (while a spare child waits for its job), installed in two prctl calls."""
 
@@ -195,8 +198,13 @@ class Filter:
 
     @classmethod
     def build(cls, protected: tuple[int, ...]) -> Filter:
-        machine = platform.machine()
-        return cls(build(machine, protected) if machine in ARCHES else None)
+        """The filter for these protected pids; built once per process (the zygote builds it before its
+        first fork, so every child starts with it ready)."""
+        built = _BUILT.get(protected)
+        if built is None:
+            machine = platform.machine()
+            built = _BUILT[protected] = cls(build(machine, protected) if machine in ARCHES else None)
+        return built
 
     def install(self) -> bool:
         """Installs the filter on the calling process (and so on all it starts); False where unsupported."""

@@ -54,6 +54,7 @@ class ZygoteClient:
         self.sock = sock
         self.buffer = b""
         self.exits: dict[int, int] = {}
+        self.abandoned: set[int] = set()
 
     def fork_child(self, fds: tuple[int, int, int]) -> int:
         """A new child running child_main on these three descriptors; OSError when fork() fails."""
@@ -78,6 +79,12 @@ class ZygoteClient:
     def forget(self, pid: int) -> None:
         self.exits.pop(pid, None)
 
+    def abandon(self, pid: int) -> None:
+        """A child killed and not waited for (the container's clean-up waits for every process): its
+        exit record, whenever it comes, is dropped."""
+        if self.exits.pop(pid, None) is None:
+            self.abandoned.add(pid)
+
     def _record(self, block: bool) -> tuple[bytes, int, int] | None:
         """Reads one record; EXITED records are filed under their pid."""
         while len(self.buffer) < RECORD.size:
@@ -94,7 +101,9 @@ class ZygoteClient:
             self.buffer += data
         kind, pid, value = RECORD.unpack_from(self.buffer)
         self.buffer = self.buffer[RECORD.size :]
-        if kind == EXITED:
+        if kind == EXITED and pid in self.abandoned:
+            self.abandoned.discard(pid)
+        elif kind == EXITED:
             self.exits[pid] = value
         return kind, pid, value
 
@@ -106,8 +115,14 @@ def _null_stdio() -> None:
     os.close(devnull)
 
 
-def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) -> None:
-    """Becomes the zygote: forks the runner (which calls serve) and then serves fork requests."""
+def run(
+    serve: Callable[[ZygoteClient], None],
+    child_main: Callable[..., None],
+    before_forks: Callable[[tuple[int, int]], None] = lambda protected: None,
+) -> None:
+    """Becomes the zygote: forks the runner (which calls serve) and then serves fork requests.
+    before_forks(protected) runs once, before the first child: what every child would otherwise
+    compute alike (its seccomp filter) is then inherited ready."""
     zygote_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     runner_pid = os.fork()
     if runner_pid == 0:
@@ -117,6 +132,7 @@ def run(serve: Callable[[ZygoteClient], None], child_main: Callable[..., None]) 
         finally:
             os._exit(0)
     runner_end.close()
+    before_forks((os.getpid(), runner_pid))
     _Zygote(zygote_end, runner_pid, child_main).serve()
 
 

@@ -196,3 +196,20 @@ def test_a_live_lease_keeps_others_out_and_a_lapsed_one_hands_over(postgres: Dat
         )
         assert crud.mark_running(session, submission_id=submission_id, lease_s=60) is None  # final stays final
         assert crud.get_submission(session, submission_id=submission_id).status == Status.ACCEPTED  # type: ignore[union-attr]
+
+
+def test_the_api_draws_hidden_inputs_from_a_pool_of_seeds(stack: CeleryStack) -> None:
+    """A Celery-mode API runs no reference, yet keeps a pool of seeds as local mode does: each seed serves
+    several submissions (its expected outputs computed once, by the first worker to grade with it, and
+    kept in the database), so that a worker does not pay a reference run for every submission."""
+    problem = stack.api.registry.get("embedding-layer")
+    assert problem is not None
+    deadline = time.monotonic() + 30
+    while stack.api.seeds.ready_count(problem) < stack.api.settings.seed_pool_size:
+        assert time.monotonic() < deadline, "the API's seed pool did not fill"
+        time.sleep(0.05)
+    draws = [stack.api.seeds.draw(problem) for _ in range(4 * stack.api.settings.seed_pool_size)]
+    assert None not in draws
+    assert len(set(draws)) < len(draws), "every submission got a seed of its own"
+    first = stack.client.post("/api/submissions?wait=60", json={"problem_id": "embedding-layer", "source": REFERENCE})
+    assert first.json()["status"] == Status.ACCEPTED

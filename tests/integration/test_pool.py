@@ -66,3 +66,21 @@ def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
             assert victim not in _idle_after_ready(service)
     finally:
         service.stop()
+
+
+def test_the_zygotes_memory_is_on_huge_pages(tmp_path: Path) -> None:
+    """Every child is a fork of the zygote: with its memory collapsed into huge pages (sandbox/runner/
+    hugepages.py), a fork and a child's end cost a quarter of what they did. Read from the host."""
+    if Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip().endswith("[never]"):
+        pytest.fail("transparent huge pages are disabled on this host; forks of the zygote cost 4x")
+    service = build(make_settings(tmp_path, pool_size=1))
+    service.start()
+    try:
+        (name,) = _idle_after_ready(service)
+        pid = docker_client().containers.get(name).attrs["State"]["Pid"]
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        huge_kb = next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("AnonHugePages:"))
+        anonymous_kb = next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Anonymous:"))
+        assert huge_kb >= anonymous_kb // 2, f"{huge_kb} KiB of {anonymous_kb} KiB on huge pages"
+    finally:
+        service.stop()

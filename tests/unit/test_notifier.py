@@ -26,19 +26,25 @@ def test_a_final_only_waiter_sleeps_through_progress_and_wakes_for_the_verdict()
     assert asyncio.run(scenario()) == (False, True, True, True)
 
 
-def test_a_change_relayed_from_another_process_wakes_every_waiter() -> None:
-    async def scenario() -> bool:
+def test_a_relayed_change_says_whether_it_may_be_the_verdict() -> None:
+    """Under Celery the API wakes its waiters from what the workers relay: progress wakes streams only,
+    so that 32 clients waiting with ?wait= do not each read the database at every stored test."""
+
+    async def scenario() -> tuple[bool, bool, bool]:
         notifier = Notifier()
         final_only = notifier.watch("s2", final_only=True)
-        notifier.wake("s2")  # what the relay calls: it cannot tell a verdict from progress
-        return await _woken(final_only)
+        every = notifier.watch("s2")
+        notifier.wake("s2", final=False)  # a relayed "s2 progress"
+        progress = (await _woken(final_only), await _woken(every))
+        notifier.wake("s2", final=True)  # a relayed "s2"
+        return (*progress, await _woken(final_only))
 
-    assert asyncio.run(scenario())
+    assert asyncio.run(scenario()) == (False, True, True)
 
 
-def test_notify_relays_every_change() -> None:
-    relayed: list[str] = []
-    notifier = Notifier(relay=relayed.append)
+def test_notify_relays_every_change_and_whether_it_may_be_final() -> None:
+    relayed: list[tuple[str, bool]] = []
+    notifier = Notifier(relay=lambda submission_id, final: relayed.append((submission_id, final)))
     notifier.notify("s3")
     notifier.notify("s3", final=True)
-    assert relayed == ["s3", "s3"]
+    assert relayed == [("s3", False), ("s3", True)]
