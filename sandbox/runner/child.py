@@ -69,19 +69,26 @@ class Child:
         self.out_open = True
 
     # -- commands ----------------------------------------------------------------------------------
-    def send(self, kind: bytes, header: dict, body: bytes, deadline: float) -> bool:
+    def send(
+        self, kind: bytes, header: dict, body: bytes, deadline: float, idle: Callable[[], None] | None = None
+    ) -> bool:
         """Writes a command; False if the child does not take it all by the deadline (a child that stops
-        reading its commands could otherwise block the runner on a full pipe) or is gone."""
+        reading its commands could otherwise block the runner on a full pipe) or is gone. idle(): called
+        once if the child does not take it at once (the runner then writes what it held back first)."""
         view = memoryview(protocol.encode(kind, header, body))
         try:
             while view:
+                try:
+                    view = view[os.write(self.cmd_w, view) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                if idle is not None:
+                    call, idle = idle, None
+                    call()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([], [self.cmd_w], [], remaining)[1]:
                     return False
-                try:
-                    view = view[os.write(self.cmd_w, view) :]
-                except BlockingIOError:
-                    continue
         except (OSError, ValueError):
             return False
         return True

@@ -125,8 +125,9 @@ class Runner:
     def emit(self, kind: bytes, header: dict, body: bytes = b"", hold: bool = False) -> None:
         """Writes a frame, after any held ones. hold=True keeps it back for a moment (a test's result, while
         the next test runs): the results of quick tests then go out together, a write instead of one each
-        (each write is a trip through the container engine), and a held result waits at most
-        HOLD_S longer than the next test takes, whichever is less."""
+        (each write is a trip through the container engine). What is held goes out with the next frame
+        written, once the child has been waited on for HOLD_S, or as soon as it does not take a command at
+        once: never later than HOLD_S after the runner starts waiting."""
         self.held += protocol.encode(kind, header, body)
         if not hold or len(self.held) >= HOLD_BYTES:
             self.flush()
@@ -188,7 +189,8 @@ class Runner:
             started = time.monotonic()
             proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
             phase = f"test {index + 1}"
-            if not proc.send(protocol.CHILD_TEST, {"index": index, "seed": seed}, code.encode(), started + job.time_s):
+            command = {"index": index, "seed": seed}
+            if not proc.send(protocol.CHILD_TEST, command, code.encode(), started + job.time_s, self.flush):
                 outcome, body = proc.unsent_outcome(oom_before, phase), b""
             else:
                 outcome, body = proc.await_frame(
