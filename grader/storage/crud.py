@@ -111,9 +111,9 @@ def _takeable(now: datetime) -> ColumnElement[bool]:
 def mark_running(
     session: Session, *, submission_id: str, lease_s: float | None = None, max_starts: int | None = None
 ) -> Row[Any] | None:
-    """Takes a submission for grading (its row, as taken), or None when it is not to be graded here: final
-    already, running under a live lease (another worker has it; a redelivered message must not grade it twice), or
-    started `max_starts` times already without a verdict (give_up_unfinished ends it).
+    """Takes a submission for grading (its row, as taken), or None when it is not to be graded here:
+    final already, running under a live lease (another worker has it; a redelivered message must not
+    grade it twice), or started `max_starts` times already without a verdict (give_up_unfinished ends it).
 
     One conditional UPDATE, so that of two workers racing for one submission exactly one wins."""
     now = utcnow()
