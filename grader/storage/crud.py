@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, Row, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import ReturningUpdate, Update
 
-from grader.grading.verdict import FINAL, Status, TestResult, Verdict
+from grader.grading.verdict import Status, TestResult, Verdict
 from grader.storage.db import Submission, utcnow
 
 TABLE = Submission.__table__
+
+
+# The grading path's statements (insert, take, store, read) are built once: Core statements on the table,
+# without the ORM's unit of work, whose cache keys SQLAlchemy computes once per statement object.
+_INSERT = insert(TABLE).returning(TABLE)
 
 
 def create_submission(
@@ -27,25 +34,28 @@ def create_submission(
     seed: int | None = None,
     client_address: str | None = None,
     callback_url: str | None = None,
-) -> Submission:
-    submission = Submission(
-        id=uuid.uuid4().hex,
-        problem_id=problem_id,
-        problem_version=problem_version,
-        source=source,
-        status=Status.QUEUED.value,
-        score=0.0,
-        tests=[],
-        api_key_hash=api_key_hash,
-        idempotency_key=idempotency_key,
-        seed=seed,
-        client_address=client_address,
-        callback_url=callback_url,
-        webhook_status="pending" if callback_url else None,
-    )
-    session.add(submission)
+) -> Row[Any]:
+    """Stores a queued submission; its row, as stored."""
+    row = session.execute(
+        _INSERT,
+        {
+            "id": uuid.uuid4().hex,
+            "problem_id": problem_id,
+            "problem_version": problem_version,
+            "source": source,
+            "status": Status.QUEUED.value,
+            "score": 0.0,
+            "tests": [],
+            "api_key_hash": api_key_hash,
+            "idempotency_key": idempotency_key,
+            "seed": seed,
+            "client_address": client_address,
+            "callback_url": callback_url,
+            "webhook_status": "pending" if callback_url else None,
+        },
+    ).one()
     session.commit()
-    return submission
+    return row
 
 
 def get_submission_by_idempotency_key(session: Session, *, idempotency_key: str) -> Submission | None:
@@ -61,7 +71,7 @@ def create_submission_once(
     api_key_hash: str | None,
     idempotency_key: str,
     **fields: object,
-) -> tuple[Submission, bool]:
+) -> tuple[Submission | Row[Any], bool]:
     """The submission stored under an idempotency key, created if there is none; True when created.
 
     Race-safe: of two requests inserting the same key at once, the unique index lets one win and the
@@ -92,9 +102,12 @@ def get_submission(session: Session, *, submission_id: str) -> Submission | None
     return session.get(Submission, submission_id)
 
 
+_READ = select(TABLE).where(TABLE.c.id == bindparam("b_id"))
+
+
 def submission_row(session: Session, *, submission_id: str) -> Row[Any] | None:
     """The submission's columns, read only (attributes as on a Submission)."""
-    return session.execute(select(TABLE).where(TABLE.c.id == submission_id)).first()
+    return session.execute(_READ, {"b_id": submission_id}).first()
 
 
 def _takeable(now: datetime) -> ColumnElement[bool]:
@@ -108,6 +121,24 @@ def _takeable(now: datetime) -> ColumnElement[bool]:
     )
 
 
+def _take(max_starts: bool) -> Update:
+    now = bindparam("b_now", type_=TABLE.c.started_at.type)
+    query = update(TABLE).where(TABLE.c.id == bindparam("b_id"), _takeable(now))
+    if max_starts:
+        query = query.where(TABLE.c.grading_starts < bindparam("b_max_starts"))
+    return query.values(
+        status=Status.RUNNING.value,
+        started_at=now,
+        attempts=TABLE.c.attempts + 1,
+        grading_starts=TABLE.c.grading_starts + 1,
+        tests=[],
+        lease_expires_at=bindparam("b_lease", type_=TABLE.c.lease_expires_at.type),
+    ).returning(TABLE)  # the row as taken, in the same statement
+
+
+_TAKE = {max_starts: _take(max_starts) for max_starts in (False, True)}
+
+
 def mark_running(
     session: Session, *, submission_id: str, lease_s: float | None = None, max_starts: int | None = None
 ) -> Row[Any] | None:
@@ -117,21 +148,13 @@ def mark_running(
 
     One conditional UPDATE, so that of two workers racing for one submission exactly one wins."""
     now = utcnow()
-    # Core statements on the table (here, in finish_submission and submission_row): the grading path's
-    # reads and writes, without the ORM's unit of work (half the time a statement takes).
-    query = update(TABLE).where(TABLE.c.id == submission_id).where(_takeable(now))
-    if max_starts is not None:
-        query = query.where(TABLE.c.grading_starts < max_starts)
-    taken = session.execute(
-        query.values(
-            status=Status.RUNNING.value,
-            started_at=now,
-            attempts=TABLE.c.attempts + 1,
-            grading_starts=TABLE.c.grading_starts + 1,
-            tests=[],
-            lease_expires_at=now + timedelta(seconds=lease_s) if lease_s is not None else None,
-        ).returning(TABLE)  # the row as taken, in the same statement
-    ).one_or_none()
+    params = {
+        "b_id": submission_id,
+        "b_now": now,
+        "b_lease": now + timedelta(seconds=lease_s) if lease_s is not None else None,
+        "b_max_starts": max_starts,
+    }
+    taken = session.execute(_TAKE[max_starts is not None], params).one_or_none()
     session.commit()
     return taken
 
@@ -275,6 +298,20 @@ def record_progress(session: Session, *, submission_id: str, results: list[TestR
     session.commit()
 
 
+@functools.cache
+def _finish(version: bool, attempt: bool) -> ReturningUpdate[Any]:
+    query = update(TABLE).where(TABLE.c.id == bindparam("b_id"))
+    if attempt:
+        query = query.where(TABLE.c.status == Status.RUNNING.value, TABLE.c.attempts == bindparam("b_attempt"))
+    fields: dict[str, Any] = {name: bindparam(f"b_{name}", type_=TABLE.c[name].type) for name in _VERDICT_COLUMNS}
+    if version:
+        fields["problem_version"] = bindparam("b_problem_version")
+    return query.values(**fields).returning(TABLE)
+
+
+_VERDICT_COLUMNS = ("status", "score", "message", "hint", "line", "traceback", "finished_at", "tests")
+
+
 def finish_submission(
     session: Session,
     *,
@@ -282,19 +319,26 @@ def finish_submission(
     verdict: Verdict,
     problem_version: str | None = None,
     attempt: int | None = None,
-) -> None:
+) -> Row[Any] | None:
     """Stores the verdict; with `attempt`, only if that grading attempt still owns the submission (one
-    conditional UPDATE: a regrade meanwhile, which took the submission away, makes it a no-op)."""
-    query = update(TABLE).where(TABLE.c.id == submission_id)
-    if attempt is not None:
-        query = query.where(TABLE.c.status == Status.RUNNING.value, TABLE.c.attempts == attempt)
-    fields = dict(status=verdict.status.value, score=verdict.score, message=verdict.message, hint=verdict.hint)
-    fields.update(line=verdict.line, traceback=verdict.traceback, finished_at=utcnow())
-    fields.update(tests=[test.model_dump(mode="json") for test in verdict.tests])
-    if problem_version is not None:
-        fields["problem_version"] = problem_version
-    session.execute(query.values(**fields))
+    conditional UPDATE: a regrade meanwhile, which took the submission away, makes it a no-op). The row
+    as stored, or None when nothing was."""
+    params = {
+        "b_id": submission_id,
+        "b_attempt": attempt,
+        "b_problem_version": problem_version,
+        "b_status": verdict.status.value,
+        "b_score": verdict.score,
+        "b_message": verdict.message,
+        "b_hint": verdict.hint,
+        "b_line": verdict.line,
+        "b_traceback": verdict.traceback,
+        "b_finished_at": utcnow(),
+        "b_tests": [test.model_dump(mode="json") for test in verdict.tests],
+    }
+    stored = session.execute(_finish(problem_version is not None, attempt is not None), params).one_or_none()
     session.commit()
+    return stored
 
 
 def unfinished_submission_ids(session: Session) -> list[str]:
@@ -353,45 +397,3 @@ def requeue_problem_submissions(
             submission.webhook_error, submission.webhook_next_at = None, None
     session.commit()
     return len(submissions), to_queue
-
-
-# -- webhooks ------------------------------------------------------------------------------------------
-def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> list[str]:
-    """Final submissions whose webhook is due, each claimed for claim_s (a conditional UPDATE: of several
-    processes looking at once, one takes each)."""
-    now = utcnow()
-    due = session.execute(
-        select(Submission.id, Submission.webhook_next_at)
-        .where(
-            Submission.webhook_status == "pending",
-            Submission.status.in_([status.value for status in FINAL]),
-            or_(Submission.webhook_next_at.is_(None), Submission.webhook_next_at <= now),
-        )
-        .order_by(Submission.finished_at)
-        .limit(limit)
-    ).all()
-    claimed = []
-    for submission_id, next_at in due:
-        unchanged = Submission.webhook_next_at.is_(None) if next_at is None else Submission.webhook_next_at == next_at
-        taken = session.execute(
-            update(Submission)
-            .where(Submission.id == submission_id, Submission.webhook_status == "pending", unchanged)
-            .values(webhook_next_at=now + timedelta(seconds=claim_s))
-            .execution_options(synchronize_session=False)
-        )
-        if taken.rowcount == 1:  # type: ignore[attr-defined]
-            claimed.append(submission_id)
-    session.commit()
-    return claimed
-
-
-def record_webhook(
-    session: Session, *, submission_id: str, status: str, attempts: int, error: str | None, next_at: datetime | None
-) -> None:
-    session.execute(
-        update(Submission)
-        .where(Submission.id == submission_id)
-        .values(webhook_status=status, webhook_attempts=attempts, webhook_error=error, webhook_next_at=next_at)
-        .execution_options(synchronize_session=False)
-    )
-    session.commit()

@@ -19,8 +19,8 @@ from grader.problems.registry import LoadedProblem, Registry
 from grader.queue import Dispatcher, QueueFull
 from grader.storage import crud
 from grader.storage.db import Database
-from grader.submissions.notifier import Notifier
-from grader.submissions.public import SubmissionPublic, read_submission
+from grader.submissions.notifier import Notifier, Watch
+from grader.submissions.public import SubmissionPublic, read_submission, view_of
 from grader.submissions.submitters import Refused, Submitter, check_rate
 
 # A waiting request reads the database when woken, and also after WAIT_POLL_S, then twice as long each
@@ -165,18 +165,26 @@ class Intake:
             return None
         return view.public.model_copy(update={"seed": view.seed}) if with_seed else view.public
 
+    def _latest(self, submission_id: str, event: Watch) -> SubmissionPublic | None:
+        if event.row is not None:
+            public = view_of(event.row, self.registry).public
+            if public.status in FINAL:
+                return public
+        return self.read(submission_id)
+
     async def wait(
         self,
         submission_id: str,
         seconds: float,
-        watch: asyncio.Event | None = None,
+        watch: Watch | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
         pending: bool = False,
     ) -> SubmissionPublic | None:
         """The submission once final, within `seconds`; else its current view. `watch`, when given, is a
         Notifier event taken before the submission could change (so that no wake-up is missed); `gone`
         says whether whoever waits has left (then waiting stops at once). `pending`: the caller knows it is
-        not final yet (it was just stored), so the database is first read when the Notifier says it is."""
+        not final yet (it was just stored), so the database is first read when the Notifier says it is.
+        A verdict stored by a grader of this process comes with the wake-up: it is not read back."""
         deadline = time.monotonic() + seconds
         event = watch or self.notifier.watch(submission_id, final_only=True)
         public: SubmissionPublic | None = None
@@ -185,7 +193,7 @@ class Intake:
         try:
             while True:
                 if read:
-                    public = self.read(submission_id)
+                    public = self._latest(submission_id, event)
                     if public is None or public.status in FINAL:
                         return public
                 read = True

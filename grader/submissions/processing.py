@@ -7,6 +7,9 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Row
 
 from grader import phases
 from grader.config import Settings
@@ -98,14 +101,14 @@ class Processor:
             problem = self._problem(problem_id, submitted_version)
             verdict = self._grade(submission_id, problem, problem_id, source, seed)
             with phases.timed("store"):
-                verdict = self._store(submission_id, verdict, problem, attempt)
+                verdict, stored = self._store(submission_id, verdict, problem, attempt)
         finally:
             self.leases.release(submission_id)
         elapsed = time.monotonic() - started
         self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
-        self.notifier.notify(submission_id, final=True)
+        self.notifier.notify(submission_id, final=True, row=stored)
         if webhook:
             try:
                 self.after_verdict(submission_id)
@@ -142,15 +145,18 @@ class Processor:
         finally:
             landed.close()
 
-    def _store(self, submission_id: str, verdict: Verdict, problem: LoadedProblem | None, attempt: int) -> Verdict:
-        """Stores the verdict; if that fails, a verdict that says so. What is stored is returned."""
+    def _store(
+        self, submission_id: str, verdict: Verdict, problem: LoadedProblem | None, attempt: int
+    ) -> tuple[Verdict, Row[Any] | None]:
+        """Stores the verdict; if that fails, a verdict that says so. What is stored is returned, and the
+        row as stored (None when this attempt no longer owns the submission, or storing failed)."""
         version = problem.version if problem is not None else None
         try:
             with self.db.session() as session:
-                crud.finish_submission(
+                stored = crud.finish_submission(
                     session, submission_id=submission_id, verdict=verdict, problem_version=version, attempt=attempt
                 )
-            return verdict
+            return verdict, stored
         except Exception as exc:  # the judge's fault; the lease reaper takes over if this fails too
             log.exception("storing the verdict of %s failed", submission_id)
             fallback = Verdict(
@@ -160,7 +166,7 @@ class Processor:
                 crud.finish_submission(
                     session, submission_id=submission_id, verdict=fallback, problem_version=version, attempt=attempt
                 )
-            return fallback
+            return fallback, None
 
 
 def given_up(max_starts: int) -> str:

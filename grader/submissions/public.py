@@ -128,8 +128,11 @@ class SubmissionView:
 def read_submission(db: Database, registry: Registry, submission_id: str) -> SubmissionView | None:
     with db.session() as session:
         submission = crud.submission_row(session, submission_id=submission_id)
-        if submission is None:
-            return None
-        problem = registry.get(submission.problem_id)
-        public = public_submission(submission, crud.submission_tests(submission), problem)
-        return SubmissionView(public=public, source=submission.source, problem=problem, seed=submission.seed)
+    return view_of(submission, registry) if submission is not None else None
+
+
+def view_of(submission: Row[Any], registry: Registry) -> SubmissionView:
+    """The view of a submission's row as read (or as just stored)."""
+    problem = registry.get(submission.problem_id)
+    public = public_submission(submission, crud.submission_tests(submission), problem)
+    return SubmissionView(public=public, source=submission.source, problem=problem, seed=submission.seed)

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from grader.background import BackgroundLoop
 from grader.config import Settings
 from grader.problems.registry import Registry
-from grader.storage import crud
+from grader.storage import crud, webhook_data
 from grader.storage.db import Database
 from grader.submissions.public import read_submission
 from grader.submissions.submitters import Refused
@@ -154,7 +154,7 @@ class Deliverer(BackgroundLoop):
     def deliver_due(self) -> int:
         """Attempts every delivery that is due; how many were attempted."""
         with self.db.session() as session:
-            due = crud.claim_due_webhooks(session, claim_s=CLAIM_S)
+            due = webhook_data.claim_due_webhooks(session, claim_s=CLAIM_S)
         for submission_id in due:
             self.deliver(submission_id)
         return len(due)
@@ -189,7 +189,7 @@ class Deliverer(BackgroundLoop):
         else:
             status, next_at = "pending", now + timedelta(seconds=min(300.0, 2.0 ** min(attempts, 9)))
         with self.db.session() as session:
-            crud.record_webhook(
+            webhook_data.record_webhook(
                 session,
                 submission_id=submission_id,
                 status=status,

@@ -130,3 +130,19 @@ def test_openapi_documents_the_api(client: TestClient) -> None:
     assert "/api/submissions" in spec["paths"]
     assert "/api/submissions/{submission_id}" in spec["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_the_verdict_a_waiting_request_gets_is_the_stored_one(client: TestClient) -> None:
+    """?wait= answers with the row the grader stored (handed over, not read back): it must be exactly
+    what the database holds, field for field, hidden tests redacted the same way."""
+    wrong = (
+        "import torch\n\n"
+        "def create_embedding_layer(vocab_size, d_model):\n    return torch.nn.Embedding(vocab_size, d_model)\n\n"
+        "def embed_tokens(layer, tokens, d_model):\n    return layer(tokens)\n"
+    )
+    waited = client.post("/api/submissions?wait=60", json={"problem_id": "embedding-layer", "source": wrong})
+    assert waited.status_code == 200, waited.text
+    body = waited.json()
+    assert body["status"] == "wrong_answer" and body["finished_at"] is not None
+    assert any(not test["visible"] for test in body["tests"])
+    assert body == client.get(f"/api/submissions/{body['id']}").json()

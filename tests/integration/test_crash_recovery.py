@@ -18,6 +18,7 @@ import docker
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from grader.app import create_app
 from grader.components import build
@@ -25,7 +26,7 @@ from grader.grading.verdict import Status
 from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher
 from grader.sandboxes.container import LABEL, owner_label
 from grader.storage import crud
-from grader.storage.db import Database, utcnow
+from grader.storage.db import Database, Submission, utcnow
 from grader.storage.migrate import upgrade_to_head
 from grader.worker import worker_settings
 from tests.conftest import PROBLEMS_DIR, make_settings
@@ -230,7 +231,8 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             just_stored = crud.create_submission(
                 session, problem_id="embedding-layer", problem_version="v", source=SLOW
             )
-            orphan.created_at = utcnow() - timedelta(seconds=settings.redispatch_after_s + 1)
+            stored_long_ago = utcnow() - timedelta(seconds=settings.redispatch_after_s + 1)
+            session.execute(update(Submission).where(Submission.id == orphan.id).values(created_at=stored_long_ago))
             session.commit()
             assert crud.mark_running(session, submission_id=lost, lease_s=0.05) is not None
             crud.set_dispatch_lease(session, submission_ids=[unsent], lease_s=0.05)

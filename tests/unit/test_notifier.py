@@ -48,3 +48,19 @@ def test_notify_relays_every_change_and_whether_it_may_be_final() -> None:
     notifier.notify("s3")
     notifier.notify("s3", final=True)
     assert relayed == [("s3", False), ("s3", True)]
+
+
+def test_the_stored_verdict_rides_the_wake_up_to_this_process_only() -> None:
+    """A grader of this process hands its waiters the row it stored (they need not read it back);
+    the relay to other processes carries no row: they read the database."""
+    relayed: list[tuple[str, bool]] = []
+
+    async def scenario() -> tuple[object, object, bool]:
+        notifier = Notifier(relay=lambda submission_id, final: relayed.append((submission_id, final)))
+        final_only = notifier.watch("s4", final_only=True)
+        other = notifier.watch("s5", final_only=True)
+        notifier.notify("s4", final=True, row="the stored row")
+        return final_only.row, other.row, await _woken(final_only)
+
+    assert asyncio.run(scenario()) == ("the stored row", None, True)
+    assert relayed == [("s4", True)]
