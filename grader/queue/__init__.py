@@ -7,7 +7,7 @@ One interface, one implementation per file, chosen by GRADER_QUEUE:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class QueueFull(Exception):
@@ -27,6 +27,14 @@ class Dispatcher(Protocol):
 
     def submit_blocking(self, submission_id: str) -> None:
         """The same without a bound, for what must not be refused: recovery and regrades."""
+
+    @property
+    def idle(self) -> int:
+        """Graders of this process waiting for work (0 where grading happens in other processes)."""
+
+    def submit_taken(self, submission_id: str, taken: Any) -> None:
+        """Hands over a submission stored already taken for grading (`taken`: its row, running, attempt 1),
+        when `idle` said a grader waits: it skips the take. Only where `idle` can be more than 0."""
 
     @property
     def depth(self) -> int:

@@ -35,7 +35,7 @@ import redis
 from celery import Celery, Task
 
 from grader.config import Settings
-from grader.storage import crud
+from grader.storage import crud, lease_data
 from grader.storage.db import Database
 
 __all__ = [
@@ -178,13 +178,22 @@ class CeleryDispatcher:
     def submit_blocking(self, submission_id: str) -> None:
         # The dispatch lease first: should the send fail or the message be lost, a reaper sends it again.
         with self.db.session() as session:
-            crud.set_dispatch_lease(session, submission_ids=[submission_id], lease_s=self.settings.redispatch_after_s)
+            lease_data.set_dispatch_lease(
+                session, submission_ids=[submission_id], lease_s=self.settings.redispatch_after_s
+            )
         try:
             self.app.send_task(GRADE_TASK, args=[submission_id], queue=self.settings.celery_queue)
         except Exception as exc:  # the broker is down: the submission is stored and will be sent again
             log.error(
                 "could not send %s to the broker (%s); it is sent again when its lease runs out", submission_id, exc
             )
+
+    @property
+    def idle(self) -> int:
+        return 0  # the graders are the workers' processes: every submission is taken by one of them
+
+    def submit_taken(self, submission_id: str, taken: Any) -> None:
+        raise RuntimeError("under Celery a submission is taken by the worker that grades it")
 
     @property
     def depth(self) -> int:

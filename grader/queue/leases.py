@@ -14,7 +14,7 @@ from grader.config import Settings
 from grader.grading.verdict import Status
 from grader.logs import submission_logging
 from grader.metrics import Metrics
-from grader.storage import crud
+from grader.storage import lease_data
 from grader.storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class Leases:
         for submission_id, attempt in held:
             try:
                 with self.db.session() as session:
-                    kept = crud.renew_lease(
+                    kept = lease_data.renew_lease(
                         session, submission_id=submission_id, attempt=attempt, lease_s=self.settings.lease_s
                     )
             except Exception as exc:  # the next round tries again; the lease has slack for it
@@ -96,13 +96,13 @@ class Leases:
         In local mode only running ones: queued ones wait in this process's own queue."""
         redispatch_after_s = self.settings.redispatch_after_s
         with self.db.session() as session:
-            expired = crud.expired_leases(
+            expired = lease_data.expired_leases(
                 session, unleased_after_s=redispatch_after_s, running_only=self.settings.queue == "local"
             )
         requeued = 0
         for submission_id, status in expired:
             with self.db.session() as session:
-                if not crud.requeue_expired(
+                if not lease_data.requeue_expired(
                     session,
                     submission_id=submission_id,
                     lease_s=redispatch_after_s,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from enum import StrEnum
+from itertools import accumulate
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -65,8 +67,11 @@ MAX_DIM = 2**31 - 1
 MAX_ELEMENTS = 2**31 - 1
 MAX_MANIFEST_DEPTH = 3 * MAX_VALUE_DEPTH + 4
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A JSON string, written as "unrolled" (runs of plain bytes between escapes): the same matches as
+# '"(?:[^"\\]|\\.)*"', without one alternation per byte.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1, as signed bytes
 
 
 class ProtocolViolation(Exception):
@@ -78,11 +83,8 @@ def json_depth(raw: bytes, max_brackets: int) -> int:
     brackets = _JSON_STRING.sub(b'""', raw).translate(None, _NOT_BRACKETS)
     if len(brackets) > max_brackets:
         raise ProtocolViolation("too many nested values")
-    depth = deepest = 0
-    for byte in brackets:
-        depth += 1 if byte in b"[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+    # The running depth after each bracket, summed in C: the deepest is its maximum.
+    return max(0, max(accumulate(array("b", brackets.translate(_STEPS))), default=0))
 
 
 def loads_bounded(raw: bytes, max_depth: int, max_brackets: int = 1 << 16) -> object:

@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -35,6 +36,7 @@ QUEUE_FULL = "the grading queue is full"
 class Stored:
     submission_id: str
     replayed: bool  # an earlier request with the same Idempotency-Key made it
+    taken: Any = None  # its row, when stored already taken for a grader of this process that waits
 
 
 def check_source(source: str, max_bytes: int) -> None:
@@ -103,6 +105,8 @@ class Intake:
                     "seed": seed if seed is not None else self.seeds.draw(problem),
                     "callback_url": callback_url,
                     "client_address": address,
+                    # A grader of this process waits: the submission is stored as it takes it (no second write).
+                    "taken_for_s": self.settings.lease_s if self.dispatcher.idle > 0 else None,
                 }
                 if idempotency is None:
                     submission = crud.create_submission(
@@ -132,7 +136,9 @@ class Intake:
                 submission = replayed
             if replayed is not None and (replayed.problem_id, replayed.source) != (problem.id, source):
                 raise Refused(422, "this Idempotency-Key was already used with a different request body")
-            return Stored(submission.id, replayed is not None)
+            if replayed is not None:
+                return Stored(submission.id, True)
+            return Stored(submission.id, False, submission if fields["taken_for_s"] is not None else None)
 
     def _check_limits(self, session: Session, submitter: Submitter, client_address: str | None) -> None:
         try:
@@ -150,7 +156,10 @@ class Intake:
         if stored.replayed:
             return
         try:
-            self.dispatcher.submit(stored.submission_id)
+            if stored.taken is not None:
+                self.dispatcher.submit_taken(stored.submission_id, stored.taken)
+            else:
+                self.dispatcher.submit(stored.submission_id)
         except QueueFull:
             with self.db.session() as session:
                 crud.delete_submission(session, submission_id=stored.submission_id)

@@ -50,11 +50,12 @@ class Processor:
         self.refresh_problems = refresh_problems
         self.after_verdict = after_verdict  # the webhook's delivery, for one
 
-    def process(self, submission_id: str) -> None:
+    def process(self, submission_id: str, taken: Row[Any] | None = None) -> None:
         """Grades one stored submission and stores its verdict. Does nothing for a submission that is
-        final, or leased to another worker's live attempt."""
+        final, or leased to another worker's live attempt. `taken`: its row, when it was stored already
+        taken for this call (crud.create_submission's taken_for_s)."""
         with submission_logging(submission_id), phases.recording() as spent:
-            if self._grade_stored(submission_id):
+            if self._grade_stored(submission_id, taken):
                 self._observe(spent)
 
     def _observe(self, spent: dict[str, float]) -> None:
@@ -66,10 +67,9 @@ class Processor:
         except Exception:  # the metrics are a courtesy: the verdict is stored
             log.exception("recording where the time went failed")
 
-    def _grade_stored(self, submission_id: str) -> bool:
-        """Whether it was graded here."""
+    def _take(self, submission_id: str) -> Row[Any] | None:
+        """The submission's row, taken for grading here; None when it is not to be graded here."""
         max_starts = self.settings.max_attempts
-        taken_at = datetime.now(UTC)
         with phases.timed("take"), self.db.session() as session:
             submission = crud.mark_running(
                 session, submission_id=submission_id, lease_s=self.settings.lease_s, max_starts=max_starts
@@ -81,14 +81,22 @@ class Processor:
                     self._given_up(submission_id, max_starts)
                 else:
                     log.info("not graded here: already final, or being graded under a live lease")
-                return False
-            # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
-            # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
-            problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
-            seed = submission.seed
-            starts = submission.grading_starts
-            submitted_version, created_at = submission.problem_version, submission.created_at
-            webhook = submission.callback_url is not None
+            return submission
+
+    def _grade_stored(self, submission_id: str, taken: Row[Any] | None) -> bool:
+        """Whether it was graded here."""
+        max_starts = self.settings.max_attempts
+        taken_at = datetime.now(UTC)
+        submission = taken if taken is not None else self._take(submission_id)
+        if submission is None:
+            return False
+        # This grading attempt owns the submission until a regrade or a lapsed lease hands it on; what
+        # it stores after that is dropped, so a stale verdict never overwrites a newer attempt's.
+        problem_id, source, attempt = submission.problem_id, submission.source, submission.attempts
+        seed = submission.seed
+        starts = submission.grading_starts
+        submitted_version, created_at = submission.problem_version, submission.created_at
+        webhook = submission.callback_url is not None
         self.leases.hold(submission_id, attempt)
         log.info("grading started: attempt %d, start %d of at most %d", attempt, starts, max_starts)
         started = time.monotonic()

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
+
+from grader.grading.verdict import FINAL
+from grader.storage import crud
+from grader.submissions.submitters import Submitter
+from tests.services import REFERENCE
 
 pytestmark = pytest.mark.docker
 
@@ -146,3 +154,25 @@ def test_the_verdict_a_waiting_request_gets_is_the_stored_one(client: TestClient
     assert body["status"] == "wrong_answer" and body["finished_at"] is not None
     assert any(not test["visible"] for test in body["tests"])
     assert body == client.get(f"/api/submissions/{body['id']}").json()
+
+
+def test_a_submission_stored_while_a_grader_waits_is_stored_taken_and_graded_once(service: Any) -> None:
+    """Stored as a waiting grader takes it (running, first attempt, leased): the grader starts at once,
+    without a second write, and the verdict is that attempt's."""
+    deadline = time.monotonic() + 30
+    while service.dispatcher.idle == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert service.dispatcher.idle > 0
+    problem = service.intake.problem("embedding-layer")
+    stored = service.intake.store(problem, REFERENCE, Submitter(None), None)
+    assert stored.taken is not None
+    assert (stored.taken.status, stored.taken.attempts, stored.taken.grading_starts) == ("running", 1, 1)
+    assert stored.taken.lease_expires_at is not None and stored.taken.started_at is not None
+    service.intake.dispatch(stored)
+    while time.monotonic() < deadline + 60:
+        with service.db.session() as session:
+            row = crud.submission_row(session, submission_id=stored.submission_id)
+        if row is not None and row.status in FINAL:
+            break
+        time.sleep(0.05)
+    assert row is not None and (row.status, row.attempts) == ("accepted", 1)

@@ -23,7 +23,7 @@ from grader.app import create_app
 from grader.components import Components, build
 from grader.grading.verdict import Status, Verdict
 from grader.sandboxes.container import LABEL, owner_label
-from grader.storage import crud
+from grader.storage import crud, lease_data
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
 from grader.worker import worker_settings
@@ -181,12 +181,12 @@ def test_a_live_lease_keeps_others_out_and_a_lapsed_one_hands_over(postgres: Dat
         first = crud.mark_running(session, submission_id=submission_id, lease_s=0.5)
         assert first is not None and first.attempts == 1
         assert crud.mark_running(session, submission_id=submission_id, lease_s=0.5) is None
-        assert crud.renew_lease(session, submission_id=submission_id, attempt=1, lease_s=0.5)
+        assert lease_data.renew_lease(session, submission_id=submission_id, attempt=1, lease_s=0.5)
         time.sleep(0.7)  # the first worker died: nobody renews
         second = crud.mark_running(session, submission_id=submission_id, lease_s=60)
         assert second is not None and second.attempts == 2
         # The first attempt, were it still alive, has lost the submission: no renewal, no verdict stored.
-        assert not crud.renew_lease(session, submission_id=submission_id, attempt=1, lease_s=60)
+        assert not lease_data.renew_lease(session, submission_id=submission_id, attempt=1, lease_s=60)
         crud.finish_submission(
             session, submission_id=submission_id, verdict=Verdict(status=Status.WRONG_ANSWER), attempt=1
         )

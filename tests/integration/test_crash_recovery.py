@@ -25,7 +25,7 @@ from grader.components import build
 from grader.grading.verdict import Status
 from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher
 from grader.sandboxes.container import LABEL, owner_label
-from grader.storage import crud
+from grader.storage import crud, lease_data
 from grader.storage.db import Database, Submission, utcnow
 from grader.storage.migrate import upgrade_to_head
 from grader.worker import worker_settings
@@ -235,7 +235,7 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             session.execute(update(Submission).where(Submission.id == orphan.id).values(created_at=stored_long_ago))
             session.commit()
             assert crud.mark_running(session, submission_id=lost, lease_s=0.05) is not None
-            crud.set_dispatch_lease(session, submission_ids=[unsent], lease_s=0.05)
+            lease_data.set_dispatch_lease(session, submission_ids=[unsent], lease_s=0.05)
             assert crud.mark_running(session, submission_id=live, lease_s=60) is not None
         time.sleep(0.2)
         assert service.leases.reap_expired() == 3

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from grader.app import create_app
 from grader.components import Components, build
 from grader.grading.verdict import Status
-from grader.storage import crud
+from grader.storage import crud, lease_data
 from grader.storage.migrate import upgrade_to_head
 from tests.conftest import make_settings, wait_until_ready
 from tests.services import REFERENCE
@@ -131,7 +131,7 @@ def test_a_submission_started_max_attempts_times_ends_as_internal_error(make_cli
     assert "torchjudge_submissions_given_up_total 1.0" in metrics
     # Never picked up again: no reaper sees it, a redelivered message finds it final.
     with service.db.session() as session:
-        assert crud.expired_leases(session, unleased_after_s=0) == []
+        assert lease_data.expired_leases(session, unleased_after_s=0) == []
     service.processor.process(submission_id)
     assert "torchjudge_submissions_given_up_total 1.0" in client.get("/metrics").text
     # A regrade starts the count over.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,31 @@ def test_deep_nesting_is_refused_on_both_sides_without_recursing(raw: bytes) -> 
 )
 def test_brackets_inside_strings_do_not_count(raw: bytes, depth: int) -> None:
     assert grader_side.json_depth(raw, 1000) == depth == runner_side.json_depth(raw, 1000)
+
+
+def _random_json(rnd: random.Random, depth: int) -> object:
+    """A JSON value nesting at most `depth`, with strings full of brackets, quotes and escapes."""
+    if depth == 0 or rnd.random() < 0.3:
+        return "".join(rnd.choice('[]{}"\\ab\n\u00e9') for _ in range(rnd.randint(0, 8)))
+    if rnd.random() < 0.5:
+        return [_random_json(rnd, depth - 1) for _ in range(rnd.randint(0, 3))]
+    return {_random_json(rnd, 0): _random_json(rnd, depth - 1) for _ in range(rnd.randint(0, 3))}  # type: ignore[misc]
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+def test_the_depth_found_without_parsing_is_the_parsed_depth() -> None:
+    rnd = random.Random(7)
+    for _ in range(2000):
+        value = _random_json(rnd, 6)
+        raw = json.dumps(value, ensure_ascii=rnd.random() < 0.5).encode()
+        assert grader_side.json_depth(raw, 1 << 16) == _depth(value) == runner_side.json_depth(raw, 1 << 16), raw
 
 
 @pytest.mark.parametrize(
