@@ -71,6 +71,10 @@ class SandboxPool:
         self._out: dict[SandboxContainer, float] = {}
         self._watchdog: threading.Thread | None = None
         self._keeper: ImageKeeper | None = None
+        # Containers settling after a job are waited for by threads kept for it (starting a thread per
+        # job cost some 0.5 ms before each verdict): one more starts only when none is free.
+        self._to_settle: queue.SimpleQueue[SandboxContainer] = queue.SimpleQueue()
+        self._settlers_free = 0
 
     # -- start-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -179,12 +183,34 @@ class SandboxPool:
                 return  # released twice, or reclaimed by the watchdog, which replaced it already
             closed = self._closed
         if reusable and not closed and container.uses < self.settings.sandbox_reuse and container.settling:
-            threading.Thread(target=self._settle, args=(container,), name="sandbox-settle", daemon=True).start()
+            self._settle_later(container)
             return
         self._take_back(container, reusable)
 
+    def _settle_later(self, container: SandboxContainer) -> None:
+        with self._lock:
+            free = self._settlers_free > 0
+            if free:
+                self._settlers_free -= 1  # this one is that settler's
+        if free:
+            self._to_settle.put(container)
+        else:
+            threading.Thread(target=self._settler, args=(container,), name="sandbox-settle", daemon=True).start()
+
+    def _settler(self, container: SandboxContainer) -> None:
+        while True:
+            self._settle(container)
+            with self._lock:
+                self._settlers_free += 1
+            container = self._to_settle.get()
+
     def _settle(self, container: SandboxContainer) -> None:
-        self._take_back(container, container.settle())
+        try:
+            clean = container.settle()
+        except Exception:  # whatever it sent: not reused
+            log.exception("sandbox %s could not settle", container.name)
+            clean = False
+        self._take_back(container, clean)
 
     def _take_back(self, container: SandboxContainer, reusable: bool) -> None:
         with self._lock:

@@ -113,10 +113,10 @@ class Processor:
         finally:
             self.leases.release(submission_id)
         elapsed = time.monotonic() - started
+        self.notifier.notify(submission_id, final=True, row=stored)  # first: whoever waits needs nothing else
         self.metrics.grading_seconds.labels(verdict.status.value).observe(elapsed)
         self.metrics.verdicts.labels(verdict.status.value).inc()
         log.info("graded: %s, score %.3f, %.0f ms, attempt %d", verdict.status, verdict.score, elapsed * 1000, attempt)
-        self.notifier.notify(submission_id, final=True, row=stored)
         if webhook:
             try:
                 self.after_verdict(submission_id)
