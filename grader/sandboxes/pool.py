@@ -73,7 +73,7 @@ class SandboxPool:
         self._keeper: ImageKeeper | None = None
         # Containers settling after a job are waited for by threads kept for it (starting a thread per
         # job cost some 0.5 ms before each verdict): one more starts only when none is free.
-        self._to_settle: queue.SimpleQueue[SandboxContainer] = queue.SimpleQueue()
+        self._to_settle: queue.SimpleQueue[SandboxContainer | None] = queue.SimpleQueue()
         self._settlers_free = 0
 
     # -- start-up ------------------------------------------------------------------------------
@@ -197,12 +197,15 @@ class SandboxPool:
         else:
             threading.Thread(target=self._settler, args=(container,), name="sandbox-settle", daemon=True).start()
 
-    def _settler(self, container: SandboxContainer) -> None:
-        while True:
+    def _settler(self, first: SandboxContainer) -> None:
+        container: SandboxContainer | None = first
+        while container is not None:
             self._settle(container)
             with self._lock:
+                if self._closed:
+                    return
                 self._settlers_free += 1
-            container = self._to_settle.get()
+            container = self._to_settle.get()  # None: the pool is closing
 
     def _settle(self, container: SandboxContainer) -> None:
         try:
@@ -282,6 +285,9 @@ class SandboxPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            free, self._settlers_free = self._settlers_free, 0
+        for _ in range(free):
+            self._to_settle.put(None)
         while True:
             try:
                 self._idle.get_nowait().remove()

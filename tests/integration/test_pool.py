@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -52,6 +53,36 @@ def test_containers_are_reused_up_to_their_quota(tmp_path: Path, reuse: int) -> 
                 assert first == after, "a warm container was replaced without reason"
     finally:
         service.stop()
+
+
+def test_settling_containers_are_waited_for_by_threads_kept_for_it_until_the_pool_closes(tmp_path: Path) -> None:
+    """A container settles after each job in the background: the threads doing it are kept, not one
+    started per job, and they end with the pool."""
+    others = set(threading.enumerate())  # another pool's (a session-wide service's) are not this one's
+
+    def settling() -> set[threading.Thread]:
+        return {thread for thread in threading.enumerate() if thread.name == "sandbox-settle"} - others
+
+    service = build(make_settings(tmp_path, pool_size=1))
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, components=service)) as client:
+            _idle_after_ready(service)
+            for _ in range(4):
+                _accepted(client)
+            _idle_after_ready(service)
+            settlers = settling()
+            assert 1 <= len(settlers) <= 2, settlers
+            for _ in range(2):
+                _accepted(client)
+            _idle_after_ready(service)
+            assert settling() == settlers, "a settling thread was started for a job"
+    finally:
+        service.stop()
+    deadline = time.monotonic() + 10
+    while any(thread.is_alive() for thread in settlers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(thread.is_alive() for thread in settlers), "a settling thread outlived its pool"
 
 
 def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
