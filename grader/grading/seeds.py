@@ -91,11 +91,14 @@ class SeedPool(BackgroundLoop):
         with self._lock:
             ready = self._ready.get(_key(problem), [])
             entry = random.choice(ready) if ready else None
+            retired = entry is None
             if entry is not None:
                 entry[1] -= 1
                 if entry[1] <= 0:
                     ready.remove(entry)
-        self.kick()
+                    retired = True
+        if retired:  # one seed fewer ready: the refill starts now (not at every draw: it runs on a submission's path)
+            self.kick()
         return entry[0] if entry is not None else new_seed()
 
     def offer(self, problem: ProblemSpec, seeds: Sequence[int | None]) -> None:
