@@ -21,7 +21,10 @@ class LocalQueue:
     def __init__(self, handler: Callable[[str, Any], None], workers: int, max_size: int) -> None:
         self._handler = handler  # (submission id, its row when stored already taken, else None)
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=max_size)
-        self._idle = 0  # workers waiting on the queue; a hint, read without the lock
+        # Workers waiting on the queue less the items already put for them: counted down when an item is
+        # put (not when a worker wakes for it), so that a submission stored next does not count on a
+        # worker that an earlier one has as good as taken.
+        self._free = 0
         self._count = threading.Lock()
         self._workers = [
             threading.Thread(target=self._work, name=f"grader-worker-{i}", daemon=True) for i in range(workers)
@@ -35,18 +38,23 @@ class LocalQueue:
         self.submit_taken(submission_id, None)
 
     def submit_taken(self, submission_id: str, taken: Any) -> None:
-        try:
-            self._queue.put_nowait((submission_id, taken))
-        except queue.Full:
-            raise QueueFull from None
+        with self._count:
+            try:
+                self._queue.put_nowait((submission_id, taken))
+            except queue.Full:
+                raise QueueFull from None
+            self._free -= 1
 
     def submit_blocking(self, submission_id: str) -> None:
         """For recovery at start-up: waits for room instead of refusing."""
+        with self._count:
+            self._free -= 1  # before the wait: meanwhile, `idle` errs low (nothing is stored taken)
         self._queue.put((submission_id, None))
 
     @property
     def idle(self) -> int:
-        return self._idle
+        """Workers waiting with nothing put for them yet."""
+        return max(0, self._free)
 
     @property
     def depth(self) -> int:
@@ -62,10 +70,8 @@ class LocalQueue:
     def _work(self) -> None:
         while True:
             with self._count:
-                self._idle += 1
+                self._free += 1
             item = self._queue.get()
-            with self._count:
-                self._idle -= 1
             if item is None:
                 return
             try:

@@ -32,12 +32,16 @@ def test_idle_counts_the_workers_waiting_and_the_taken_row_reaches_the_handler()
     try:
         assert _until(lambda: local.idle == 2)
         local.submit_taken("a", {"status": "running"})
-        assert _until(lambda: local.idle == 1), "the worker that took it is busy"
+        # At once, before a worker wakes for it: the next submission must not count on that worker.
+        assert local.idle == 1
         local.submit("b")
-        assert _until(lambda: local.idle == 0)
+        assert local.idle == 0
+        assert _until(lambda: len(handled) == 2)
         assert sorted(handled, key=lambda item: item[0]) == [("a", {"status": "running"}), ("b", None)]
+        local.submit("c")  # both busy: it waits its turn
+        assert local.idle == 0 and local.depth == 1
         release.set()
-        assert _until(lambda: local.idle == 2)
+        assert _until(lambda: local.idle == 2 and local.depth == 0)
     finally:
         release.set()
         local.stop()
