@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -247,7 +246,9 @@ def record_progress(session: Session, *, submission_id: str, results: list[TestR
     session.commit()
 
 
-@functools.cache
+_VERDICT_COLUMNS = ("status", "score", "message", "hint", "line", "traceback", "finished_at", "tests")
+
+
 def _finish(version: bool, attempt: bool) -> ReturningUpdate[Any]:
     query = update(TABLE).where(TABLE.c.id == bindparam("b_id"))
     if attempt:
@@ -258,7 +259,8 @@ def _finish(version: bool, attempt: bool) -> ReturningUpdate[Any]:
     return query.values(**fields).returning(TABLE)
 
 
-_VERDICT_COLUMNS = ("status", "score", "message", "hint", "line", "traceback", "finished_at", "tests")
+# By (a problem version given, an attempt given), as _TAKE by whether starts are bounded.
+_FINISH = {(version, attempt): _finish(version, attempt) for version in (False, True) for attempt in (False, True)}
 
 
 def finish_submission(
@@ -285,7 +287,7 @@ def finish_submission(
         "b_finished_at": utcnow(),
         "b_tests": [test.model_dump(mode="json") for test in verdict.tests],
     }
-    stored = session.execute(_finish(problem_version is not None, attempt is not None), params).one_or_none()
+    stored = session.execute(_FINISH[problem_version is not None, attempt is not None], params).one_or_none()
     session.commit()
     return stored
 
