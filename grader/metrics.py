@@ -22,7 +22,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from grader.grading.verdict import Status
@@ -148,6 +148,12 @@ class _StateCollector(Collector):
         size = GaugeMetricFamily("torchjudge_sandbox_pool_size", "Warm sandbox containers this process keeps")
         size.add_metric([], pool["size"])
         yield size
+        cold = CounterMetricFamily(
+            "torchjudge_sandbox_cold_handbacks",
+            "Containers taken back after a job without their next job's child prepared and warm",
+        )
+        cold.add_metric([], pool["cold_handbacks"])
+        yield cold
 
 
 def serve_worker_http(

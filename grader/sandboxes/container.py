@@ -114,6 +114,7 @@ class SandboxContainer:
         # After a job's last result the runner cleans the container and then says whether it is clean
         # (DONE). That is waited for by settle(), off the submission's path, before the next job.
         self._done_due: float | None = None
+        self.warm_child = False  # the last DONE said the next job's child is prepared and warm
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -295,6 +296,7 @@ class SandboxContainer:
             log.warning("sandbox %s sent more than its job's results", self.name)
             return False
         assert isinstance(frame.header, DoneHeader)
+        self.warm_child = frame.header.ready
         return frame.header.clean
 
     # -- the attached stream ---------------------------------------------------------------------

@@ -64,6 +64,7 @@ class SandboxPool:
         self._lock = threading.Lock()
         self._starting = 0
         self._busy = 0
+        self._cold = 0  # containers taken back clean without a warm child for their next job
         self._closed = False
         self.last_error: str | None = None
         self.image_id: str | None = None
@@ -213,6 +214,9 @@ class SandboxPool:
         except Exception:  # whatever it sent: not reused
             log.exception("sandbox %s could not settle", container.name)
             clean = False
+        if clean and not container.warm_child:
+            with self._lock:
+                self._cold += 1
         self._take_back(container, clean)
 
     def _take_back(self, container: SandboxContainer, reusable: bool) -> None:
@@ -270,6 +274,7 @@ class SandboxPool:
                 "busy": self._busy,
                 "starting": self._starting,
                 "overdue": overdue,
+                "cold_handbacks": self._cold,
             }
 
     def idle_names(self) -> list[str]:

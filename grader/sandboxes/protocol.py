@@ -160,6 +160,7 @@ class TestHeader(_Failure):
 
 class DoneHeader(_Frame):
     clean: bool
+    ready: bool = False  # the next job's child is prepared and warm (the runner waited for it)
 
 
 HEADERS: dict[bytes, type[_Frame]] = {HELLO: HelloHeader, LOAD: LoadHeader, TEST: TestHeader, DONE: DoneHeader}

@@ -30,6 +30,8 @@ MAX_TASKS = 96
 TASK_POLL_S = 0.05
 # How long after its result pipe closes a child's end may take to be reported by the zygote.
 EXIT_REPORT_GRACE_S = 2.0
+# What a child may print before its READY (its warm-up is the judge's code: normally nothing).
+READY_OUTPUT_LIMIT = 1 << 20
 
 
 def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
@@ -67,6 +69,20 @@ class Child:
         self.shown_bytes = 0  # printed since the output was last taken (loading's goes to the first test)
         self.captured = bytearray()  # the first MAX_OUTPUT bytes of that, to be shown
         self.out_open = True
+        self.ready = False  # its READY came: prepared and warmed up, waiting for its job
+
+    def await_ready(self, deadline: float, oom_before: int, phase: str) -> dict | None:
+        """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
+        once it came, else the outcome of a child that never got ready (it is killed then)."""
+        if not self.ready:
+            outcome, _ = self.await_frame(protocol.CHILD_READY, deadline, READY_OUTPUT_LIMIT, oom_before, phase)
+            if outcome.get("status") != protocol.OK:
+                return outcome
+            self.ready = True
+            # Anything printed so far came from the judge's own warm-up, not from the submission.
+            self.captured.clear()
+            self.output_bytes = self.shown_bytes = 0
+        return None
 
     # -- commands ----------------------------------------------------------------------------------
     def send(

@@ -255,6 +255,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         warm_up()
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    _send(res_w, protocol.CHILD_READY, {"status": protocol.OK})  # the runner hands its container back once it has this
     try:
         kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
         job = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH)

@@ -31,6 +31,7 @@ DONE = b"D"  # the job is over; the container is clean or not
 CHILD_JOB = b"j"
 CHILD_TEST = b"t"
 # child -> runner
+CHILD_READY = b"y"  # prepared and warm: the child can take its job
 CHILD_LOAD = b"l"
 CHILD_RESULT = b"r"
 

@@ -1,11 +1,12 @@
 """The runner: serves jobs read from stdin, one frame per result on its private copy of stdout.
 
-For each job it hands the submission to a child (forked ahead of time, while the container waits),
-runs the tests one at a time under a wall-clock limit it enforces itself with SIGKILL, and writes one
-frame per test. A test that hangs or crashes is charged to that test alone: the remaining tests run
-in a fresh child. After each job every other process is killed and the scratch space is wiped, so
-nothing one submission leaves behind reaches the next. Whatever a child writes, the runner goes on:
-a child's frame is re-checked against the protocol's bounds before it is forwarded.
+For each job it hands the submission to a child forked ahead of time, which prepared its confinement and
+warmed up before the container was handed back (DONE says so). It runs the tests one at a time under a
+wall-clock limit it enforces itself with SIGKILL, and writes one frame per test. A test that hangs or
+crashes is charged to that test alone: the remaining tests run in a fresh child. After each job every
+other process is killed and the scratch space is wiped, so nothing one submission leaves behind reaches
+the next. Whatever a child writes, the runner goes on: a child's frame is re-checked against the
+protocol's bounds before it is forwarded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ PR_SET_DUMPABLE = 4
 # A test's result is held back while the next test runs for at most this long (or until this much is held).
 HOLD_S = 0.002
 HOLD_BYTES = 1 << 20
+# How long a spare child may take to prepare and warm up before the container is handed back without it.
+READY_WAIT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,11 @@ def protect_runner() -> None:
         pass
 
 
+class ChildNotReady(Exception):
+    """The child for a job's first load never got ready. No code of the job had run in the container:
+    the job ends without a result and the container unclean, and the grader tries another one."""
+
+
 class Runner:
     def __init__(self, forker: zygote.ZygoteClient) -> None:
         self.forker = forker
@@ -141,8 +149,13 @@ class Runner:
         spare, self.spare = self.spare, None
         return spare if spare is not None else Child(self.forker)
 
-    def _load(self, proc: Child, job: Job, oom_before: int) -> dict:
+    def _load(self, proc: Child, job: Job, oom_before: int, first: bool) -> dict:
         deadline = time.monotonic() + job.load_time_s
+        not_ready = proc.await_ready(deadline, oom_before, "loading")  # a child forked for this job: warming up
+        if not_ready is not None:
+            if first:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
+                raise ChildNotReady(str(not_ready.get("message", "")))
+            return not_ready
         if not proc.send(protocol.CHILD_JOB, {}, job.for_child(), deadline):
             return proc.unsent_outcome(oom_before, "loading")
         outcome, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, job.output_kb * 1024, oom_before, "loading")
@@ -156,7 +169,7 @@ class Runner:
             try:
                 oom_before = cleanup.oom_kills()
                 started = time.monotonic()
-                outcome = self._load(proc, job, oom_before)
+                outcome = self._load(proc, job, oom_before, first=not load_reported)
                 status = outcome.get("status")
                 if not load_reported:
                     load_reported = True
@@ -219,11 +232,14 @@ class Runner:
     def serve(self) -> None:
         protect_runner()
         cleanup.clean_container()  # the first job starts as clean as any other (warm-up leaves files in /tmp)
+        try:
+            self.spare = self._ready(self._next_child())
+        except zygote.ZygoteLost:
+            return
         self.emit(
             protocol.HELLO,
             {"torch": torch.__version__, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
         )
-        self.spare = Child(self.forker)
         while True:
             try:
                 kind, _, body = protocol.read_frame(0, max_body=protocol.MAX_JOB_BYTES)
@@ -242,19 +258,31 @@ class Runner:
                 pass
             try:
                 spare = self._next_child() if finished else None
+                clean = cleanup.clean_container(keep=spare.pid if spare is not None else None) and finished
+                if clean:
+                    spare = self._ready(spare)
             except zygote.ZygoteLost:
                 return
-            clean = cleanup.clean_container(keep=spare.pid if spare is not None else None) and finished
-            self.emit(protocol.DONE, {"clean": clean})
+            self.emit(protocol.DONE, {"clean": clean, "ready": clean and spare is not None})
             if clean:
                 self.spare = spare
             elif spare is not None:
                 spare.close()
 
+    def _ready(self, child: Child | None) -> Child | None:
+        """The child once it says it is ready, so that the container is handed back (DONE) with its next
+        job's child prepared and warm; None if it never gets ready (the next job forks one then)."""
+        if child is None:
+            return None
+        deadline = time.monotonic() + READY_WAIT_S
+        if child.await_ready(deadline, cleanup.oom_kills(), "start-up") is None:
+            return child
+        child.close()
+        return None
+
     def _next_child(self) -> Child | None:
-        """The next job's child, forked as soon as the job's processes are killed (while the kernel
-        tears them down) and prepared while the container waits for that job; None if it cannot be
-        forked now (the next job forks one then)."""
+        """The next job's child, forked as soon as the job's processes are killed (it prepares itself while
+        the kernel tears them down); None if it cannot be forked now (the next job forks one then)."""
         try:
             return Child(self.forker)
         except OSError:

@@ -85,6 +85,49 @@ def test_settling_containers_are_waited_for_by_threads_kept_for_it_until_the_poo
     assert not any(thread.is_alive() for thread in settlers), "a settling thread outlived its pool"
 
 
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ("", "accepted"),
+        ("raise ValueError('at import')\n", "runtime_error"),  # the child ends after loading
+        (
+            "import os\n_real = embed_tokens\n"
+            "embed_tokens = lambda e, t, d: os._exit(3) if d == 7 else _real(e, t, d)\n",
+            "runtime_error",
+        ),
+        (
+            "_real = embed_tokens\n"
+            "embed_tokens = lambda e, t, d: next(filter(None, iter(int, 1))) if d == 7 else _real(e, t, d)\n",
+            "time_limit_exceeded",
+        ),
+    ],
+    ids=["accepted", "fails-to-load", "a-test-ends-its-process", "a-test-times-out"],
+)
+def test_a_container_is_handed_back_with_its_next_child_prepared_and_warm(
+    tmp_path: Path, change: str, status: str
+) -> None:
+    """After every job, however it ended, the runner says DONE only once the next job's child has
+    prepared its confinement and warmed up: that work is off the next submission's path."""
+    service = build(make_settings(tmp_path, pool_size=1))
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, components=service)) as client:
+            (name,) = _idle_after_ready(service)
+            for _ in range(2):
+                body = {"problem_id": "embedding-layer", "source": REFERENCE + "\n" + change}
+                response = client.post("/api/submissions?wait=60", json=body)
+                assert response.status_code == 200, response.text
+                verdict = response.json()
+                assert verdict["status"] == status, verdict
+                assert _idle_after_ready(service) == [name], "the container was not reused"
+                (container,) = service.pool._idle.queue
+                assert container.warm_child, "handed back without its next child ready"
+            assert service.pool.status()["cold_handbacks"] == 0
+            assert "torchjudge_sandbox_cold_handbacks_total 0.0" in client.get("/metrics").text
+    finally:
+        service.stop()
+
+
 def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
     service = build(make_settings(tmp_path, pool_size=1))
     service.start()
