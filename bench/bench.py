@@ -6,10 +6,12 @@ Starts the service as `make run` does, on a free port with a fresh data director
   - the baseline: one cold container of torchjudge-sandbox per submission (start, import torch, grade,
     remove: what the simplest judges do), timed from the job's start to its verdict;
   - the floor: the "scale-by-two" example of docs/problems.md (two trivial tests), end to end over HTTP
-    (POST ?wait=), p50, one client at a time: what the judge itself costs;
+    (POST ?wait=), p50, one client at a time: what the judge itself costs; and again with a pause
+    between submissions, so that nothing left over from the one before competes for the CPU;
   - embedding-layer's reference, end to end, p50 and p95, and its share of a cold container;
   - throughput (accepted submissions per second) at concurrency 1, 4 and 8;
-  - where one submission's time goes (grader/phases.py, read from /metrics), for both problems;
+  - where one submission's time goes (grader/phases.py, read from /metrics), for both problems, and
+    where the machine's CPU goes per submission (bench/cpu.py), one client at a time and at concurrency 8;
   - the memory of one warm container (the cgroup's usage, page cache excluded);
   - all of it with hidden inputs drawn per submission (GRADER_SEEDS=pool, the default), and the
     latency and throughput again with fixed inputs (held to the same targets) and with a fresh seed for
@@ -37,12 +39,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import cpu  # noqa: E402
 import yaml  # noqa: E402
 from common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 
@@ -54,6 +58,8 @@ from grader.sandboxes.container import SandboxContainer, docker_client, owner_la
 PROBLEM = "embedding-layer"
 FLOOR = "scale-by-two"
 REPORT = ROOT / "docs" / "BENCHMARKS.md"
+T = TypeVar("T")
+PAUSE_S = 0.05
 
 
 def floor_problem_text() -> str:
@@ -150,9 +156,9 @@ def container_memory_mb(label_value: str) -> float:
 
 
 @contextlib.contextmanager
-def service(seeds: str, command: list[str]) -> Iterator[tuple[str, Path, float]]:
+def service(seeds: str, command: list[str]) -> Iterator[tuple[str, Path, float, int]]:
     """The service as `make run` starts it, with every problem and the floor's; (base URL, data dir, seconds
-    to ready)."""
+    to ready, the session id its processes share)."""
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="torchjudge-bench-"))
     problems = data_dir / "problems"
@@ -182,17 +188,21 @@ def service(seeds: str, command: list[str]) -> Iterator[tuple[str, Path, float]]
             if time.perf_counter() - started > 600:
                 raise SystemExit("the service was not ready within 600 s")
             time.sleep(0.05)
-        yield base, data_dir, time.perf_counter() - started
+        yield base, data_dir, time.perf_counter() - started, server.pid  # start_new_session: pid == sid
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
 
 
-def warm_run(base: str, problem_id: str, source: str, count: int) -> tuple[list[float], dict[str, float]]:
-    """`count` submissions one after another: their end-to-end times, and the mean time per phase."""
+def warm_run(
+    base: str, problem_id: str, source: str, count: int, pause_s: float = 0.0
+) -> tuple[list[float], dict[str, float]]:
+    """`count` submissions one after another (each sent as soon as the last answer came, or pause_s after
+    it): their end-to-end times, and the mean time per phase."""
     before = read_phases(f"{base}/metrics")
     times = []
     for _ in range(count):
+        time.sleep(pause_s)
         elapsed, status = post(base, problem_id, source)
         if status != "accepted":
             raise SystemExit(f"{problem_id}: the reference was {status}")
@@ -201,20 +211,35 @@ def warm_run(base: str, problem_id: str, source: str, count: int) -> tuple[list[
 
 
 def measure_mode(seeds: str, args: argparse.Namespace, sources: dict[str, str], full: bool) -> dict:
-    with service(seeds, args.command) as (base, data_dir, ready_s):
+    with service(seeds, args.command) as (base, data_dir, ready_s, session):
+        label = owner_label(Settings(data_dir=data_dir))
         for problem_id, source in sources.items():  # expected outputs for the first seeds; first-use costs
             for _ in range(3):
                 post(base, problem_id, source)
         if seeds == "pool":
             time.sleep(10)  # the pool of seeds fills in the background, as it does while a service runs
-        result: dict = {"ready_s": ready_s}
+        result: dict = {"ready_s": ready_s, "cpu": {}}
+
+        def metered(name: str, count: int, run: Callable[[], T]) -> T:
+            before = cpu.read(session, label, before=True)
+            outcome = run()
+            result["cpu"][name] = cpu.per_submission(before, cpu.read(session, label, before=False), count)
+            return outcome
+
         count = args.warm if full else args.warm // 2
-        result["floor"] = warm_run(base, FLOOR, sources[FLOOR], count) if full else None
-        result["warm"] = warm_run(base, PROBLEM, sources[PROBLEM], count)
+        if full:
+            result["floor"] = metered(FLOOR, count, lambda: warm_run(base, FLOOR, sources[FLOOR], count))
+            # The same with the machine idle between submissions: the submission's own path, without the
+            # work left over from the one before (the container's clean-up, its next child) competing.
+            result["floor_paused"] = warm_run(base, FLOOR, sources[FLOOR], count, pause_s=PAUSE_S)[0]
+        result["warm"] = metered(PROBLEM, count, lambda: warm_run(base, PROBLEM, sources[PROBLEM], count))
         levels = (1, 4, 8) if full else (8,)
         per_level = args.throughput if full else args.throughput // 2
-        result["throughput"] = {c: measure_throughput(base, sources[PROBLEM], c, per_level) for c in levels}
-        result["memory_mb"] = container_memory_mb(owner_label(Settings(data_dir=data_dir))) if full else None
+        result["throughput"] = {
+            c: metered(f"c{c}", per_level, lambda c=c: measure_throughput(base, sources[PROBLEM], c, per_level))
+            for c in levels
+        }
+        result["memory_mb"] = container_memory_mb(label) if full else None
     return result
 
 
@@ -234,6 +259,10 @@ def report(runs: dict[str, dict], cold: list[float], problem_tests: int) -> tupl
         ("time from start to ready", f"{main_run['ready_s']:.2f} s"),
         (f"cold: a container per submission, p50 (n={len(cold)})", f"{cold_p50:.0f} ms"),
         (f"floor ({FLOOR}): HTTP end to end, p50 (n={len(floor_times)})", f"{floor_p50:.1f} ms"),
+        (
+            f"  the same, {PAUSE_S * 1000:.0f} ms between submissions (no target)",
+            f"{statistics.median(main_run['floor_paused']):.1f} ms",
+        ),
         (f"{PROBLEM}: HTTP end to end, p50 (n={len(warm_times)})", f"{warm_p50:.1f} ms"),
         (f"{PROBLEM}: p95", f"{percentile(warm_times, 0.95):.1f} ms"),
         (f"{PROBLEM}: p50 / cold p50", f"{warm_p50 / cold_p50 * 100:.1f} %"),
@@ -246,9 +275,15 @@ def report(runs: dict[str, dict], cold: list[float], problem_tests: int) -> tupl
         rows.append((f"GRADER_SEEDS={mode} ({what})", ""))
         rows.append((f"  {PROBLEM} p50", f"{statistics.median(run['warm'][0]):.1f} ms"))
         rows.append(("  throughput at concurrency 8", f"{run['throughput'][8][0]:.1f} accepted/s"))
+    cores = os.cpu_count() or 1
     for name, times, spent in ((FLOOR, floor_times, floor_phases), (PROBLEM, warm_times, warm_phases)):
         rows.append((f"where the time goes, {name} (mean of {len(times)})", f"{statistics.mean(times):.2f} ms"))
         rows += breakdown_rows(spent, statistics.mean(times))
+        rows += cpu.rows(main_run["cpu"][name], cores)
+    at_8 = main_run["cpu"]["c8"]
+    rows.append((f"where the CPU goes at concurrency 8, {PROBLEM}", ""))
+    rows += cpu.rows(at_8, cores)
+    rows.append((f"  the most accepted/s {cores} cores allow at that cost", f"{cores * 1000 / sum(at_8.values()):.1f}"))
     width = max(len(name) for name, _ in rows)
     lines += [f"{name:<{width}}  {value}" for name, value in rows]
     throughput_8 = main_run["throughput"][8][0]
