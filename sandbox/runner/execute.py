@@ -192,7 +192,10 @@ def run_test(
     filename = f"<test {index + 1}>"
     namespace = _test_globals(entry_points)
     try:
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        # The lines as compiled (indented into __test__): a traceback's carets are placed by the compiled
+        # columns, and its lines are shown stripped, so the test's own lines show as written.
+        lines = ["    " + line for line in code.splitlines(True)]
+        linecache.cache[filename] = (len(code), None, lines, filename)
         exec(_compile_test(code, filename), namespace)
         # The CPU generator, which is all there is here (torch.manual_seed would also queue a seeding of
         # every accelerator backend: some 0.3 ms a test).
