@@ -208,6 +208,17 @@ class SandboxContainer:
             return False
         return not readable and not self._pending and not self._frames
 
+    def last_words(self, wait_s: float = 0.2) -> str:
+        """The end of what a stopped container wrote on its stderr: the zygote's and the runner's line on
+        why they ended it. Read from what is on the stream within wait_s; '' if nothing came."""
+        deadline = time.monotonic() + wait_s
+        try:
+            while True:
+                self._read_record(deadline)
+        except SandboxLost:
+            pass
+        return self._stderr[-500:].decode("ascii", "replace").strip()
+
     # -- one job -------------------------------------------------------------------------------
     def run_job(
         self,
@@ -297,6 +308,8 @@ class SandboxContainer:
             return False
         assert isinstance(frame.header, DoneHeader)
         self.warm_child = frame.header.ready
+        if not frame.header.clean and self._stderr:  # the runner's own fault, said on its stderr
+            log.warning("sandbox %s came back unclean: %r", self.name, self._stderr[-500:].decode("ascii", "replace"))
         return frame.header.clean
 
     # -- the attached stream ---------------------------------------------------------------------
@@ -337,7 +350,8 @@ class SandboxContainer:
             except (OSError, AttributeError) as exc:  # closed, or removed by another thread meanwhile
                 raise SandboxLost(f"lost the sandbox connection: {exc}") from exc
             if not data:
-                detail = f": {self._stderr[-500:]!r}" if self._stderr else ""
+                words = self._stderr[-500:].decode("ascii", "replace").strip()
+                detail = f" ({words!r})" if words else ""
                 raise SandboxLost("the sandbox container stopped" + detail)
             self._pending += data
         chunk, self._pending = bytes(self._pending[:count]), self._pending[count:]

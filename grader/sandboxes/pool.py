@@ -168,7 +168,7 @@ class SandboxPool:
             if container.alive():
                 break
             # A container that died while idle fails its health check: replace it, take the next.
-            log.warning("sandbox %s died while idle; replacing it", container.name)
+            log.warning("sandbox %s died while idle (%r); replacing it", container.name, container.last_words())
             threading.Thread(target=container.remove, daemon=True).start()
             self._spawn()
         with self._lock:

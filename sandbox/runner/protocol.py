@@ -117,6 +117,18 @@ def encode(kind: bytes, header: dict, body: bytes = b"") -> bytes:
     return PREFIX.pack(MAGIC, kind, len(head), len(body)) + head + body
 
 
+# A line the zygote or the runner writes on the container's stderr when it ends the container: the grader
+# shows the last of it when the sandbox is lost. Only the judge's own words, each line bounded.
+MAX_LOG_LINE = 300
+
+
+def log_line(fd: int, who: str, text: str) -> None:
+    try:
+        os.write(fd, f"{who}: {text}"[:MAX_LOG_LINE].encode("ascii", "replace") + b"\n")
+    except (OSError, ValueError):
+        pass
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 import cleanup
@@ -112,6 +113,13 @@ def protect_runner() -> None:
         pass
 
 
+def _where(exc: BaseException) -> str:
+    """An exception's type and the line of the judge's code it came from (never its message)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ is not None else []
+    place = f" at {os.path.basename(frame[0].filename)}:{frame[0].lineno}" if frame else ""
+    return type(exc).__name__ + place
+
+
 class ChildNotReady(Exception):
     """The child for a job's first load never got ready. No code of the job had run in the container:
     the job ends without a result and the container unclean, and the grader tries another one."""
@@ -123,6 +131,7 @@ class Runner:
         # The frame channel is a private copy of stdout; fds 1 and 2 are pointed at /dev/null so a
         # stray print from a library cannot corrupt a frame.
         self.channel = os.dup(1)
+        self.log = os.dup(2)  # the container's stderr: one line, why the runner ended (serve)
         devnull = os.open("/dev/null", os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
@@ -230,12 +239,21 @@ class Runner:
         return next_index
 
     def serve(self) -> None:
+        """Serves jobs until stdin ends; then, or when it cannot go on, says why on the container's stderr
+        (the grader shows it when it loses the sandbox) and returns, which ends the container."""
+        try:
+            reason = self._serve()
+        except BaseException as exc:  # noqa: BLE001 - a fault of the runner's own: say where, then end
+            reason = f"a fault of the runner's own: {_where(exc)}"
+        protocol.log_line(self.log, "runner", reason)
+
+    def _serve(self) -> str:
         protect_runner()
         cleanup.clean_container()  # the first job starts as clean as any other (warm-up leaves files in /tmp)
         try:
             self.spare = self._ready(self._next_child())
-        except zygote.ZygoteLost:
-            return
+        except zygote.ZygoteLost as exc:
+            return f"lost the zygote before the first job: {exc}"
         self.emit(
             protocol.HELLO,
             {"torch": torch.__version__, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
@@ -244,30 +262,44 @@ class Runner:
             try:
                 kind, _, body = protocol.read_frame(0, max_body=protocol.MAX_JOB_BYTES)
                 job = Job.parse(body) if kind == protocol.JOB else None
-            except (EOFError, protocol.FrameError, OSError):
-                return
+            except EOFError:
+                return "stdin ended"
+            except (protocol.FrameError, OSError) as exc:
+                return f"cannot read a job: {type(exc).__name__}"
             if job is None:
-                return
+                return "a frame that is not a job"
             finished = False
             try:
                 self.run_job(job)
                 finished = True
-            except zygote.ZygoteLost:
-                return  # the zygote is gone, and the container with it: the grader sees the sandbox lost
-            except Exception:  # noqa: BLE001 - a fault of the runner's own: the job ends, the container goes
-                pass
+            except zygote.ZygoteLost as exc:
+                return f"lost the zygote during a job: {exc}"  # the container goes with it: the sandbox is lost
+            except Exception as exc:  # noqa: BLE001 - a fault of the runner's own: the job ends, the container goes
+                protocol.log_line(self.log, "runner", f"a fault of the runner's own during a job: {_where(exc)}")
             try:
-                spare = self._next_child() if finished else None
-                clean = cleanup.clean_container(keep=spare.pid if spare is not None else None) and finished
-                if clean:
-                    spare = self._ready(spare)
-            except zygote.ZygoteLost:
-                return
+                spare, clean = self._after_job(finished)
+            except zygote.ZygoteLost as exc:
+                return f"lost the zygote after a job: {exc}"
             self.emit(protocol.DONE, {"clean": clean, "ready": clean and spare is not None})
             if clean:
                 self.spare = spare
             elif spare is not None:
-                spare.close()
+                spare.close(wait=False)
+
+    def _after_job(self, finished: bool) -> tuple[Child | None, bool]:
+        """Cleans the container and readies the next job's child: (that child, whether all is clean).
+        Whatever fails here of the runner's own makes the container unclean (and so replaced), never
+        the runner dead; only a lost zygote goes up."""
+        spare: Child | None = None
+        try:
+            spare = self._next_child() if finished else None
+            clean = cleanup.clean_container(keep=spare.pid if spare is not None else None) and finished
+            return (self._ready(spare) if clean else spare), clean
+        except zygote.ZygoteLost:
+            raise
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            protocol.log_line(self.log, "runner", f"a fault of the runner's own after a job: {_where(exc)}")
+            return spare, False
 
     def _ready(self, child: Child | None) -> Child | None:
         """The child once it says it is ready, so that the container is handed back (DONE) with its next

@@ -33,6 +33,8 @@ import struct
 import time
 from collections.abc import Callable
 
+import protocol
+
 RECORD = struct.Struct(">cii")
 FORK = b"F"
 FORKED = b"P"
@@ -143,7 +145,9 @@ class _Zygote:
         self.runner_pid = runner_pid
         self.child_main = child_main
         self.children: set[int] = set()
-        # Only the runner holds the container's stdin and stdout (the grader's channel).
+        # Only the runner holds the container's stdin and stdout (the grader's channel). The container's
+        # stderr is kept for one line: why the zygote ended the container (children close it first thing).
+        self.log = os.dup(2)
         _null_stdio()
         # As PID 1, a signal without a handler cannot be sent to this process from inside the
         # container; Python's own SIGINT handler is removed so that SIGINT cannot be either.
@@ -174,8 +178,8 @@ class _Zygote:
     def _send(self, kind: bytes, pid: int, value: int) -> None:
         try:
             self.sock.sendall(RECORD.pack(kind, pid, value))
-        except OSError:
-            _end(self.runner_pid)
+        except OSError as exc:
+            self._end(f"cannot report to the runner: {type(exc).__name__}")
 
     def _fork_request(self) -> None:
         try:
@@ -183,7 +187,8 @@ class _Zygote:
         except OSError:
             message, fds = b"", []
         if not message:
-            _end(self.runner_pid)
+            status = self._runner_status(0.5)  # its socket closes as it ends: say how it ended, if it did
+            self._end("the runner closed its socket" if status is None else f"the runner ended ({_described(status)})")
         if message != FORK or len(fds) != 3:
             for fd in fds:
                 os.close(fd)
@@ -208,7 +213,7 @@ class _Zygote:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            for fd in (self.wake_r, self.wake_w, self.sock.fileno()):
+            for fd in (self.wake_r, self.wake_w, self.log, self.sock.fileno()):
                 os.close(fd)
             # The child's seccomp filter keeps it from signalling these two (seccomp.py).
             self.child_main(*fds, protected=(self.pid, self.runner_pid))
@@ -223,9 +228,9 @@ class _Zygote:
             if pid == self.runner_pid and os.WIFSTOPPED(status):
                 os.kill(self.runner_pid, signal.SIGCONT)
             elif pid == self.runner_pid:
-                _end(self.runner_pid)
+                self._end(f"the runner ended ({_described(status)})")
         except ChildProcessError:
-            _end(self.runner_pid)
+            self._end("the runner is gone")
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -236,13 +241,35 @@ class _Zygote:
             if pid == 0:
                 return
             if pid == self.runner_pid:
-                _end(self.runner_pid)
+                self._end(f"the runner ended ({_described(status)})")
             if pid in self.children:
                 self.children.discard(pid)
                 self._send(EXITED, pid, status)
 
+    def _runner_status(self, wait_s: float) -> int | None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                pid, status = os.waitpid(self.runner_pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid == self.runner_pid:
+                return status
+            time.sleep(0.01)
+        return None
 
-def _end(runner_pid: int) -> None:
+    def _end(self, reason: str) -> None:
+        protocol.log_line(self.log, "zygote", reason)
+        _end()
+
+
+def _described(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit code {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else f"status {status}"
+
+
+def _end() -> None:
     """The runner is gone: take every process down and end the container."""
     try:
         os.kill(-1, signal.SIGKILL)

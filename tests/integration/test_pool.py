@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import os
+import signal
+import tarfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -136,6 +143,123 @@ def test_a_container_that_dies_while_idle_is_replaced(tmp_path: Path) -> None:
             time.sleep(0.5)
             _accepted(client)
             assert victim not in _idle_after_ready(service)
+    finally:
+        service.stop()
+
+
+def test_a_container_whose_runner_dies_says_why_and_is_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The runner killed from outside: the zygote ends the container and writes why on its stderr; the
+    pool's log shows that line when it replaces the container, and grading goes on."""
+    service = build(make_settings(tmp_path, pool_size=1))
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, components=service)) as client:
+            (victim,) = _idle_after_ready(service)
+            zygote = docker_client().containers.get(victim).attrs["State"]["Pid"]
+            children = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+            # The runner is the one process holding the container's stdin (the zygote's children have /dev/null).
+            (runner,) = [int(pid) for pid in children if os.readlink(f"/proc/{pid}/fd/0") != "/dev/null"]
+            os.kill(runner, signal.SIGKILL)
+            time.sleep(1.0)
+            with caplog.at_level(logging.WARNING, logger="grader.sandboxes.pool"):
+                _accepted(client)
+            assert victim not in _idle_after_ready(service)
+            (line,) = [r.getMessage() for r in caplog.records if victim in r.getMessage()]
+            assert "died while idle" in line and "zygote: the runner ended (signal 9)" in line, line
+    finally:
+        service.stop()
+
+
+# Appended to the image's execute.py: the child the zygote forks next after HANG_MARKER appears hangs in
+# its warm-up, so that it never says READY (the zygote removes the marker: one marker, one such child).
+HANG_MARKER = "/tmp/torchjudge-test-hang"
+HANGING_WARM_UP = f"""
+
+# -- a fault injected by tests/integration/test_pool.py -----------------------------------------------
+import zygote as _zygote
+
+_hang = False
+_fork_request = _zygote._Zygote._fork_request
+_real_warm_up = warm_up
+
+
+def _marked_fork_request(self):
+    global _hang
+    try:
+        os.unlink({HANG_MARKER!r})
+        _hang = True
+    except OSError:
+        _hang = False
+    _fork_request(self)
+
+
+def warm_up():
+    if _hang:
+        time.sleep(600)
+    _real_warm_up()
+
+
+_zygote._Zygote._fork_request = _marked_fork_request
+"""
+
+
+@pytest.fixture
+def image_with_hanging_children() -> Iterator[str]:
+    source = (Path(__file__).parents[2] / "sandbox" / "runner" / "execute.py").read_text()
+    files = {
+        "Dockerfile": b"FROM torchjudge-sandbox\nCOPY execute.py /opt/runner/execute.py\n",
+        "execute.py": (source + HANGING_WARM_UP).encode(),
+    }
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    tag = f"torchjudge-sandbox-hanging-{uuid.uuid4().hex[:8]}"
+    docker_client().images.build(fileobj=context, custom_context=True, tag=tag, pull=False, rm=True)
+    try:
+        yield tag
+    finally:
+        docker_client().images.remove(tag, force=True)
+
+
+def _hang_next_child(name: str) -> None:
+    command = ["python3", "-I", "-c", f"open({HANG_MARKER!r}, 'w').close()"]
+    result = docker_client().containers.get(name).exec_run(command, user="10001:10001")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_child_that_never_gets_ready_costs_time_never_a_verdict(
+    tmp_path: Path, image_with_hanging_children: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A spare child that does not say READY in time is dropped: the container is handed back cold (and
+    counted), and the next job forks its own. A job's first child that never gets ready is the sandbox's
+    failure, not the submission's: nothing of the job ran, the container is replaced, and the job runs in
+    another one. Each submission is accepted."""
+    settings = make_settings(tmp_path, pool_size=1, sandbox_image=image_with_hanging_children, load_time_s=4)
+    service = build(settings)
+    service.start()
+    try:
+        with TestClient(create_app(service.settings, components=service)) as client:
+            (first,) = _idle_after_ready(service)
+            _accepted(client)  # the reference runs too: what follows starts from a settled, warm container
+            assert _idle_after_ready(service) == [first] and service.pool.status()["cold_handbacks"] == 0
+
+            _hang_next_child(first)  # the spare readied after the next job hangs
+            _accepted(client)
+            assert _idle_after_ready(service) == [first], "a container handed back cold is still reused"
+            assert service.pool.status()["cold_handbacks"] == 1
+            assert "torchjudge_sandbox_cold_handbacks_total 1.0" in client.get("/metrics").text
+
+            _hang_next_child(first)  # now the next job's own child: forked for it, it hangs
+            with caplog.at_level(logging.WARNING, logger="grader.grading.execution"):
+                _accepted(client)
+            assert first not in _idle_after_ready(service), "the container whose child never got ready stays"
+            assert any("expected the load result first" in r.getMessage() for r in caplog.records), caplog.text
     finally:
         service.stop()
 
