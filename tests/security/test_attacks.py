@@ -4,7 +4,9 @@ For each attack: the service answers /healthz within a second while it runs; its
 those allowed; a correct submission sent right after is accepted within normal latency; a probe in
 every pool container finds no trace of it; nothing appeared on the host; and, unless the attack
 kills the runner by design, the pool still has the very same containers (the child died, not the
-runner).
+runner). Under gVisor, a container that stopped without a word from its runner or zygote was torn
+down by the runtime (SECURITY.md, "gVisor specifics"): the attack runs once more, and must not lose
+one then.
 """
 
 from __future__ import annotations
@@ -86,8 +88,43 @@ def _cases() -> list:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("attack", _cases())
 def test_attack_is_contained(
-    attack: Attack, service: object, client, submit: Submit, context: Context, sandbox_runtime: str
+    attack: Attack,
+    service: object,
+    client,
+    submit: Submit,
+    context: Context,
+    sandbox_runtime: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:  # type: ignore[no-untyped-def]
+    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime)
+    if not attack.survives(sandbox_runtime) or not lost:
+        return
+    endings = [m for m in (r.getMessage() for r in caplog.records) if any(name in m for name in lost) and _an_end(m)]
+    torn_down = bool(endings) and all(_without_a_word(message) for message in endings)
+    assert sandbox_runtime != "runc" and torn_down, f"the runner died: the pool replaced {lost}: {endings}"
+    # gVisor (the version Debian ships) now and then tears a whole sandbox down by itself: every process
+    # SIGKILLed at once, the zygote and the runner with no chance to say why (their line on stderr, which
+    # they write whenever they end a container). Not the attack's doing unless it happens again.
+    print(f"{sandbox_runtime} tore down {lost} with no word from the runner or the zygote; the attack once more")
+    caplog.clear()
+    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime)
+    assert not lost, f"the runner died: the pool replaced {lost}: {caplog.text[-2000:]}"
+
+
+def _an_end(message: str) -> bool:
+    """A log line of the grader's on how a container ended."""
+    return "did not settle:" in message or "died while idle" in message
+
+
+def _without_a_word(message: str) -> bool:
+    """The container stopped and said nothing on its stderr first (neither the runner nor the zygote)."""
+    return message.endswith("did not settle: the sandbox container stopped") or "died while idle ('')" in message
+
+
+def _attack_contained(
+    attack: Attack, service: object, client, submit: Submit, context: Context, sandbox_runtime: str
+) -> list[str]:  # type: ignore[no-untyped-def]
+    """Runs the attack and every check but the runner's survival; the pool's containers it lost."""
     containers = full_pool(service)
     if attack.before is not None:
         for _ in range(service.pool.size):  # type: ignore[attr-defined]
@@ -104,5 +141,4 @@ def test_attack_is_contained(
     assert_still_grading(submit)
     assert_no_traces(service, submit)
     assert not context.host_marker.exists(), "sandbox data was executed on the host"
-    if attack.survives(sandbox_runtime):
-        assert full_pool(service) == containers, "the runner died: the pool replaced a container"
+    return sorted(set(containers) - set(full_pool(service)))
