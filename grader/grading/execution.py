@@ -182,7 +182,9 @@ def run_module(
             outcome = container.run_job(job, time.monotonic() + bound, landed)
             reusable = True  # once the runner says it cleaned up after the job (the pool waits for that)
         except SandboxLost as exc:
-            log.warning("sandbox lost (container %d of %d): %s", attempt + 1, CONTAINERS_PER_MODULE, exc)
+            log.warning(
+                "sandbox %s lost (container %d of %d): %s", container.name, attempt + 1, CONTAINERS_PER_MODULE, exc
+            )
             lost.append(exc)
             continue
         finally:

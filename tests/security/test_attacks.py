@@ -113,12 +113,12 @@ def test_attack_is_contained(
 
 def _an_end(message: str) -> bool:
     """A log line of the grader's on how a container ended."""
-    return "did not settle:" in message or "died while idle" in message
+    return any(words in message for words in ("did not settle:", "died while idle", " lost (container "))
 
 
 def _without_a_word(message: str) -> bool:
     """The container stopped and said nothing on its stderr first (neither the runner nor the zygote)."""
-    return message.endswith("did not settle: the sandbox container stopped") or "died while idle ('')" in message
+    return message.endswith(": the sandbox container stopped") or "died while idle ('')" in message
 
 
 def _attack_contained(

@@ -58,6 +58,7 @@ class ScriptedSandbox:
         self.make_body = make_body
         self.calls = calls
         self.removed = False
+        self.name = "scripted"
 
     def run_job(self, job: Any, deadline: float, on_test: Callable[..., None] | None = None) -> JobOutcome:
         source = job.source
