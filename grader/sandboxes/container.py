@@ -217,6 +217,10 @@ class SandboxContainer:
                 self._read_record(deadline)
         except SandboxLost:
             pass
+        return self._said()
+
+    def _said(self) -> str:
+        """The end of the container's stderr so far, as text (bounded: only ever shown in logs)."""
         return self._stderr[-500:].decode("ascii", "replace").strip()
 
     # -- one job -------------------------------------------------------------------------------
@@ -308,8 +312,8 @@ class SandboxContainer:
             return False
         assert isinstance(frame.header, DoneHeader)
         self.warm_child = frame.header.ready
-        if not frame.header.clean and self._stderr:  # the runner's own fault, said on its stderr
-            log.warning("sandbox %s came back unclean: %r", self.name, self._stderr[-500:].decode("ascii", "replace"))
+        if not frame.header.clean and self._said():  # the runner's own fault, said on its stderr
+            log.warning("sandbox %s came back unclean: %r", self.name, self._said())
         return frame.header.clean
 
     # -- the attached stream ---------------------------------------------------------------------
@@ -350,7 +354,7 @@ class SandboxContainer:
             except (OSError, AttributeError) as exc:  # closed, or removed by another thread meanwhile
                 raise SandboxLost(f"lost the sandbox connection: {exc}") from exc
             if not data:
-                words = self._stderr[-500:].decode("ascii", "replace").strip()
+                words = self._said()
                 detail = f" ({words!r})" if words else ""
                 raise SandboxLost("the sandbox container stopped" + detail)
             self._pending += data
