@@ -232,7 +232,10 @@ def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
 # Run once by each child before its job comes: the first touches of torch's, numpy's and the judge's own
 # code paths after a fork copy pages and fill caches; done here, the submission's first test does not pay.
 WARM_UP_TEST = """x = torch.randn(4, 3)
-y = F.relu(nn.functional.linear(x, torch.ones(2, 3))).sum(dim=0) * 2 + 1
+layer, table = nn.Linear(3, 2), nn.Embedding(5, 3)
+with torch.no_grad():
+    table.weight.copy_(torch.tensor([[0.5, -1.0, 2.0]] * 5))
+y = F.relu(layer(x + table(torch.tensor([1, 2, 3, 4])) * math.sqrt(3))).sum(dim=0) * 2 + 1
 return {"out": y, "n": [1, 2.5, "s", None, True], "v": y.max().item(), "r": float(np.random.rand(2).sum())}
 """
 
