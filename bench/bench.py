@@ -13,6 +13,7 @@ Starts the service as `make run` does, on a free port with a fresh data director
   - where one submission's time goes (grader/phases.py, read from /metrics), for both problems, and
     where the machine's CPU goes per submission (bench/cpu.py), one client at a time and at concurrency 8;
   - the memory of one warm container (the cgroup's usage, page cache excluded);
+  - this machine's speed at the start and at the end (a fixed pure-Python loop): it drifts by the hour;
   - all of it with hidden inputs drawn per submission (GRADER_SEEDS=pool, the default), and the
     latency and throughput again with fixed inputs (held to the same targets) and with a fresh seed for
     every submission (shown: a reference run per submission, twice the work, has no target).
@@ -26,6 +27,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import math
 import os
 import platform
 import shutil
@@ -243,7 +245,21 @@ def measure_mode(seeds: str, args: argparse.Namespace, sources: dict[str, str], 
     return result
 
 
-def report(runs: dict[str, dict], cold: list[float], problem_tests: int) -> tuple[list[str], bool]:
+def cpu_speed_ms() -> float:
+    """This machine's speed at the moment: the best of three runs of a fixed pure-Python loop. Its speed
+    drifts from hour to hour (the same code's CPU per submission has differed by 40 % between runs), so
+    the report shows it at the start and at the end, beside the numbers it explains."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        sum(range(10**7))
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def report(
+    runs: dict[str, dict], cold: list[float], problem_tests: int, speed: tuple[float, float]
+) -> tuple[list[str], bool]:
     main_run = runs["pool"]
     floor_times, floor_phases = main_run["floor"]
     warm_times, warm_phases = main_run["warm"]
@@ -253,6 +269,7 @@ def report(runs: dict[str, dict], cold: list[float], problem_tests: int) -> tupl
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         f"problems: {PROBLEM} ({problem_tests} tests) and {FLOOR} (2 tests), each solved by its reference",
         "hidden inputs: drawn per submission from a pool of seeds (GRADER_SEEDS=pool, the default)",
+        f"machine speed: sum(range(10**7)) in {speed[0]:.0f} ms at the start, {speed[1]:.0f} ms at the end",
         "",
     ]
     rows = [
@@ -315,10 +332,11 @@ def main() -> int:
     args = parser.parse_args()
     problem = parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM)
     sources = {PROBLEM: problem.reference, FLOOR: yaml.safe_load(floor_problem_text())["reference"]}
+    speed_before = cpu_speed_ms()
     runs = {"pool": measure_mode("pool", args, sources, full=True)}
     runs.update({mode: measure_mode(mode, args, sources, full=False) for mode in ("fixed", "fresh")})
     cold = measure_cold(problem.reference, args.cold)
-    lines, passed = report(runs, cold, len(problem.tests))
+    lines, passed = report(runs, cold, len(problem.tests), (speed_before, cpu_speed_ms()))
     print("\n".join(lines))
     if not args.no_report:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
