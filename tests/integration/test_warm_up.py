@@ -3,12 +3,11 @@ submission's first test silently pays for it again, and it must leave the random
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from grader.config import Settings
 from grader.sandboxes.container import docker_client
+from tests.security.page_cache import run_script
 
 pytestmark = pytest.mark.docker
 
@@ -29,22 +28,7 @@ print(json.dumps({"outcome": outcome, "body": len(body), "draws": draws,
 
 
 def test_the_childs_warm_up_succeeds_and_leaves_the_random_states_alone() -> None:
-    output = docker_client().containers.run(
-        Settings().sandbox_image,
-        entrypoint=["python3", "-I", "-B", "-c", PROBE],
-        user="10001:10001",
-        environment={"OMP_NUM_THREADS": "1"},
-        network_disabled=True,
-        network_mode="none",
-        read_only=True,
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        runtime="runc",
-        remove=True,
-        stdout=True,
-        stderr=True,
-    )
-    report = json.loads(output.decode().strip().splitlines()[-1])
+    report = run_script(docker_client(), Settings().sandbox_image, PROBE, [], user="10001:10001")
     assert report["outcome"] == {"status": "ok"}, report
     assert report["body"] > 0
     assert report["draws"] == report["fresh"]

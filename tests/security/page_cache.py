@@ -76,16 +76,15 @@ print(json.dumps(out))
 """
 
 
-def helper(client, image: str, request: dict) -> dict:  # type: ignore[no-untyped-def]
-    """Runs HELPER in a one-off container of the image (runc, no network, read-only, no capabilities).
-    As root, the files' owner: mincore tells the truth only to a process that owns or may write the file
-    (Linux 5.2); to anyone else every page looks resident, so it tells a sandbox (uid 10001) nothing."""
+def run_script(client, image: str, script: str, args: list[str], user: str) -> dict:  # type: ignore[no-untyped-def]
+    """Runs a Python script in a one-off container of the image (runc, no network, read-only, no
+    capabilities); the JSON object its last line of standard output prints."""
     output = client.containers.run(
         image,
-        entrypoint=["python3", "-I", "-B", "-c", HELPER],
-        command=[json.dumps(request)],
-        user="0:0",
-        environment={},
+        entrypoint=["python3", "-I", "-B", "-c", script],
+        command=args,
+        user=user,
+        environment={"OMP_NUM_THREADS": "1"},
         network_disabled=True,
         network_mode="none",
         read_only=True,
@@ -97,6 +96,13 @@ def helper(client, image: str, request: dict) -> dict:  # type: ignore[no-untype
         stderr=False,
     )
     return json.loads(output.decode().strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def helper(client, image: str, request: dict) -> dict:  # type: ignore[no-untyped-def]
+    """Runs HELPER in a one-off container of the image. As root, the files' owner: mincore tells the truth
+    only to a process that owns or may write the file (Linux 5.2); to anyone else every page looks
+    resident, so it tells a sandbox (uid 10001) nothing."""
+    return run_script(client, image, HELPER, [json.dumps(request)], user="0:0")
 
 
 @dataclass(frozen=True)
