@@ -50,7 +50,7 @@ def main() -> int:
             reference = run_module(sandboxes, problem, problem.reference, checker.settings)
             pitfalls = [run_module(sandboxes, problem, p.code, checker.settings) for p in problem.pitfalls]
             values = [[r.value(i) for i in range(count)] for r in pitfalls]
-            expected = Expected([reference.value(i) for i in range(count)], values)
+            expected = Expected.of_values([reference.value(i) for i in range(count)], values)
             names = [p.name for p in problem.pitfalls]
 
             def rule(i: int, a: Any, b: Any, problem: Any = problem) -> Any:

@@ -24,8 +24,7 @@ PHASES = (
     "load",  # the runner's time to load the submission (reported by the runner)
     "first test",  # the first test, as timed by the runner
     "other tests",  # every other test, as timed by the runner
-    "decode",  # the results' values decoded on this side
-    "compare",  # each result against the expected output
+    "compare",  # each result judged against the expected output (decoded and compared in a judge process)
     "progress",  # tests stored as they land
     "store",  # the verdict stored
 )
@@ -65,5 +64,5 @@ def timed(phase: str) -> Iterator[None]:
 def transport(spent: dict[str, float]) -> float:
     """The part of the job that is neither the runner's work nor this side's handling of the results:
     the job's and the frames' trips through the engine, and the runner's own bookkeeping."""
-    inside = ("load", "first test", "other tests", "decode", "compare", "progress")
+    inside = ("load", "first test", "other tests", "compare", "progress")
     return max(0.0, spent.get("job", 0.0) - sum(spent.get(name, 0.0) for name in inside))

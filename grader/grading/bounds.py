@@ -44,7 +44,7 @@ def cap_details(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _cap_test(test: TestResult) -> TestResult:
+def bound_test(test: TestResult) -> TestResult:
     return test.model_copy(
         update={
             "name": bounded_text(test.name, 200),
@@ -70,7 +70,7 @@ def bound_verdict(verdict: Verdict) -> Verdict:
             "message": cap(verdict.message, MAX_MESSAGE),
             "hint": cap(verdict.hint, MAX_HINT),
             "traceback": cap(verdict.traceback, MAX_TRACEBACK),
-            "tests": [_cap_test(test) for test in verdict.tests],
+            "tests": [bound_test(test) for test in verdict.tests],
         }
     )
     dumped = bounded.model_dump(mode="json")

@@ -32,14 +32,41 @@ class NoSandbox(Exception):
     """No container could be had: the judge's problem, never the module's."""
 
 
-@dataclass
 class TestRun:
-    """One test's frame, its value decoded (MISSING when the test did not return one)."""
+    """One test's frame as the sandbox sent it: its header, and the bytes of the value it returned.
 
-    header: TestHeader
-    body: bytes = b""
-    value: Any = MISSING
-    malformed: str | None = None  # why a value that came could not be decoded
+    The value is decoded where it is judged: for a submission, in a judge process of its own
+    (grading/isolated.py), never here. `value` decodes in this process, for what the problem's author
+    wrote (the check runs the reference, pitfalls and alternatives) and for values given directly."""
+
+    __slots__ = ("header", "body", "_value", "_malformed", "_decoded")
+
+    def __init__(self, header: TestHeader, body: bytes = b"", value: Any = MISSING) -> None:
+        self.header = header
+        self.body = body
+        self._value = value
+        self._malformed: str | None = None
+        self._decoded = value is not MISSING or header.status != Outcome.OK
+
+    def _decode(self) -> None:
+        if not self._decoded:
+            self._decoded = True
+            try:
+                self._value = decode_value(self.body)
+            except MalformedValue as exc:
+                self._malformed = str(exc)
+
+    @property
+    def value(self) -> Any:
+        """The returned value, decoded in this process (MISSING when the test returned none)."""
+        self._decode()
+        return self._value
+
+    @property
+    def malformed(self) -> str | None:
+        """Why a value that came could not be decoded (decoded in this process)."""
+        self._decode()
+        return self._malformed
 
     @property
     def returned(self) -> bool:
@@ -74,8 +101,14 @@ class ModuleRun:
         return self.crashed_at is not None and self.crashed_at != LOADING
 
     def value(self, index: int) -> Any:
+        """Test `index`'s value, decoded in this process (see TestRun)."""
         run = self.tests.get(index)
         return run.value if run is not None else MISSING
+
+    def body(self, index: int) -> bytes | None:
+        """The bytes of the value test `index` returned; None when it returned none."""
+        run = self.tests.get(index)
+        return run.body if run is not None and run.header.status == Outcome.OK else None
 
 
 class Sticky:
@@ -131,16 +164,6 @@ def job_bound_s(problem: ProblemSpec, settings: Settings) -> float:
     return settings.load_time_s + len(problem.tests) * (problem.limits.time_s + 1.0) + 15.0
 
 
-def decode_test(header: TestHeader, body: bytes) -> TestRun:
-    run = TestRun(header=header, body=body)
-    if header.status == Outcome.OK:
-        try:
-            run.value = decode_value(body)
-        except MalformedValue as exc:
-            run.malformed = str(exc)
-    return run
-
-
 OnTest = Callable[[int, int, TestRun], None]  # (attempt, test index, its run)
 
 
@@ -162,8 +185,7 @@ def run_module(
         tests = {}
 
         def landed(header: TestHeader, body: bytes, attempt: int = attempt, tests: dict = tests) -> None:
-            with phases.timed("decode"):
-                run = decode_test(header, body)
+            run = TestRun(header, body)
             tests[header.index] = run
             if on_test is not None:
                 try:

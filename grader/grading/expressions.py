@@ -4,30 +4,31 @@ sandbox and never on a sandbox object.
 
 Compiled once, when the problem loads. An expression may use the top-level keys of the returned dict,
 `torch`, `np` and `math` (restricted namespaces, grading/torchlike.py) and a few builtins; no name or
-attribute starting with `_`, no lambda, f-string, assignment or nested comprehension. Operators that
-could make a small input huge (`**`, `*`, `<<`, `@` and broadcasting) are checked before they run.
-Evaluation is total: whatever it raises becomes a wrong answer's message, never the judge's error.
+attribute starting with `_`, no lambda, f-string, assignment or nested comprehension. Every node that
+could make a small input huge (operators and broadcasting, comparisons, indexing with arrays, calls and
+methods) is checked before it runs (grading/guards.py), and the whole runs in a judge process whose memory
+and CPU the kernel bounds (grading/isolated.py). Evaluation is total: whatever it raises becomes a wrong
+answer's message (but MemoryError, that process's limit: the test's error), never the judge's error.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from grader.grading import guards
 from grader.grading.torchlike import MATH, NP, TORCH, TorchArray
-from grader.sandboxes.values import DTYPES, Tensor
+from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor, wire_name
 
-MAX_ELEMENTS = 10_000_000  # of an array an operator may build
-MAX_SEQUENCE = 1_000_000  # of a list or string `*` may build, and of a range
-MAX_EXPONENT = 4096  # of an int ** int
+MAX_ELEMENTS, MAX_SEQUENCE, MAX_EXPONENT = guards.MAX_ELEMENTS, guards.MAX_SEQUENCE, guards.MAX_EXPONENT
 MAX_TEXT = 2000
 MESSAGE = 300  # characters of an error's message in a wrong answer
+# Real floating scalars of every wire dtype (NumPy's np.floating does not cover bfloat16 and fp8).
+NUMBERS = (np.floating, *(DTYPES[name].type for name in FLOAT_DTYPES if not name.startswith("complex")))
 
 _ALLOWED = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.Attribute,
@@ -35,23 +36,21 @@ _ALLOWED = (
     ast.GeneratorExp, ast.SetComp, ast.comprehension, ast.keyword, ast.Load, ast.Store, ast.operator,
     ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context,
 )  # fmt: skip
-_GUARDED = (ast.Pow, ast.Mult, ast.LShift, ast.MatMult, ast.Add, ast.Sub, ast.Div, ast.FloorDiv, ast.Mod)
-_OPERATORS = {
-    ast.Pow: operator.pow,
-    ast.Mult: operator.mul,
-    ast.LShift: operator.lshift,
-    ast.MatMult: operator.matmul,
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
 # Attributes that reach frames and code (generators' gi_frame, ...) or the file system (arrays' tofile, dump).
 _FORBIDDEN_PREFIXES = ("gi_", "f_", "cr_", "ag_", "tb_", "co_")
 _FORBIDDEN_ATTRIBUTES = {"tofile", "dump", "dumps", "setflags", "resize", "fill", "put", "itemset", "ctypes", "base"}
 _FORBIDDEN_ATTRIBUTES |= {"data", "load", "save", "fromfile", "memmap", "newbyteorder", "byteswap"}
-_GUARD = "guarded_binop__"  # a name no expression can write (it ends in '__' and is bound only here)
+# ufuncs' methods that build or write more than their operands (np.maximum.outer(a, b) is a.size * b.size).
+_FORBIDDEN_ATTRIBUTES |= {"outer", "at", "reduceat", "accumulate"}
+# The guards (grading/guards.py) in an expression's scope, under names bound only there.
+_GUARDS = {
+    "guard_binop__": guards.binop,
+    "guard_compare__": guards.compare,
+    "guard_subscript__": guards.subscript,
+    "guard_call__": guards.call,
+    "guard_iterate__": guards.iterate,
+    "guard_slice__": slice,
+}
 
 
 class ExpressionError(ValueError):
@@ -61,7 +60,7 @@ class ExpressionError(ValueError):
 def _limited_range(*args: int) -> range:
     span = range(*args)
     if len(span) > MAX_SEQUENCE:
-        raise ValueError(f"range of more than {MAX_SEQUENCE} numbers")
+        raise ValueError(f"a range of {len(span)} numbers (at most {MAX_SEQUENCE})")
     return span
 
 
@@ -75,40 +74,53 @@ BUILTINS = {
 BUILTINS["range"] = _limited_range
 
 
-def _guarded(op: int, left: Any, right: Any) -> Any:
-    """left <op> right, refused first when it would build something far larger than its operands."""
-    kind = list(_OPERATORS)[op]
-    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
-        left_shape, right_shape = np.shape(left), np.shape(right)
-        if kind is ast.MatMult and len(left_shape) >= 1 and len(right_shape) >= 1:
-            out = math.prod(left_shape[:-1]) * math.prod(right_shape[1:] if len(right_shape) > 1 else ())
-        else:
-            out = math.prod(np.broadcast_shapes(left_shape, right_shape))
-        if out > MAX_ELEMENTS:
-            raise ValueError(f"the result would have {out} elements (at most {MAX_ELEMENTS})")
-    elif kind is ast.Pow and type(left) is int and type(right) is int and abs(left) > 1 and right > MAX_EXPONENT:
-        raise ValueError(f"an integer power above {MAX_EXPONENT}")
-    elif kind is ast.LShift and type(right) is int and right > MAX_EXPONENT:
-        raise ValueError(f"a shift above {MAX_EXPONENT}")
-    elif kind is ast.Mult:
-        for seq, count in ((left, right), (right, left)):
-            if (
-                isinstance(seq, (str, bytes, list, tuple))
-                and isinstance(count, int)
-                and len(seq) * count > MAX_SEQUENCE
-            ):
-                raise ValueError(f"a sequence longer than {MAX_SEQUENCE}")
-    return _OPERATORS[kind](left, right)
+def _guard_call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
+
+
+def _index(node: ast.expr) -> ast.expr:
+    """A subscript's index as an expression of its own: slices become slice(...) calls."""
+    if isinstance(node, ast.Slice):
+        parts = [part if part is not None else ast.Constant(None) for part in (node.lower, node.upper, node.step)]
+        return _guard_call("guard_slice__", *parts)
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple([_index(element) for element in node.elts], ast.Load())
+    return node
 
 
 class _Guard(ast.NodeTransformer):
+    """Every node kind that can allocate, rewritten into its guard (grading/guards.py)."""
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
-        if not isinstance(node.op, _GUARDED):
-            return node
-        index = list(_OPERATORS).index(type(node.op))
-        call = ast.Call(ast.Name(_GUARD, ast.Load()), [ast.Constant(index), node.left, node.right], [])
-        return ast.copy_location(call, node)
+        kind = ast.Constant(guards.BINARY_KINDS.index(type(node.op)))
+        return ast.copy_location(_guard_call("guard_binop__", kind, node.left, node.right), node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        operands = [node.left, *node.comparators]
+        pairs: list[ast.expr] = [
+            _guard_call("guard_compare__", ast.Constant(guards.COMPARISON_KINDS.index(type(op))), left, right)
+            for op, left, right in zip(node.ops, operands, operands[1:], strict=False)
+        ]  # a chain a < b < c as (a < b) and (b < c): b is pure, evaluated twice
+        guarded = pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs)
+        return ast.copy_location(guarded, node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        return ast.copy_location(_guard_call("guard_subscript__", node.value, _index(node.slice)), node)
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = ast.copy_location(_guard_call("guard_iterate__", node.iter), node.iter)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        arguments = ast.Tuple(list(node.args), ast.Load())
+        names = [ast.Constant(keyword.arg) for keyword in node.keywords]
+        keywords = ast.Dict(names, [keyword.value for keyword in node.keywords])  # type: ignore[arg-type]
+        return ast.copy_location(_guard_call("guard_call__", node.func, arguments, keywords), node)
 
 
 def _validate(tree: ast.AST) -> None:
@@ -136,7 +148,7 @@ class Expression:
     code: Any  # a code object
 
     def evaluate(self, names: dict[str, Any]) -> Any:
-        scope = {"torch": TORCH, "np": NP, "math": MATH, **names, "__builtins__": BUILTINS, _GUARD: _guarded}
+        scope = {"torch": TORCH, "np": NP, "math": MATH, **names, "__builtins__": BUILTINS, **_GUARDS}
         return eval(self.code, scope)  # noqa: S307 - a validated expression over a restricted namespace
 
 
@@ -174,26 +186,23 @@ def as_input(value: Any) -> Any:
     return value
 
 
-_WIRE = {np.dtype(dtype): name for name, dtype in DTYPES.items() if name not in ("bfloat16",) and "8_" not in name}
-
-
 def as_value(result: Any, like: Any) -> Any:
     """An expression's result as a decoded value to compare with `like` (what the submission returned): arrays
-    become tensors (0-d ones numbers, unless a tensor is compared), NumPy scalars Python numbers."""
+    become tensors of their own dtype (0-d ones numbers, unless a tensor is compared), NumPy scalars Python
+    numbers."""
     if isinstance(result, np.ndarray):
         if result.ndim == 0 and not isinstance(like, Tensor):
             return as_value(result.item(), like)
         array = np.ascontiguousarray(result.view(np.ndarray))
-        if isinstance(like, Tensor) and DTYPES[like.dtype] == array.dtype:
-            return Tensor(like.dtype, array)  # bfloat16 and fp8 travel as float32
-        if array.dtype not in _WIRE:
+        name = wire_name(array.dtype)
+        if name is None:
             raise TypeError(f"the expression gives an array of dtype {array.dtype}")
-        return Tensor(_WIRE[array.dtype], array)
+        return Tensor(name, array.astype(DTYPES[name], copy=False))
     if isinstance(result, np.bool_):
         return bool(result)
     if isinstance(result, np.integer):
         return int(result)
-    if isinstance(result, np.floating):
+    if isinstance(result, NUMBERS):
         return float(result)
     if isinstance(result, (list, tuple)):
         items = [as_value(item, like[i] if isinstance(like, (list, tuple)) and i < len(like) else None)

@@ -17,7 +17,8 @@ from grader.config import Settings
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module
 from grader.grading.expected import ExpectedCache, ProblemBroken
-from grader.grading.judge import judge_module, judge_test
+from grader.grading.isolated import JudgeUnavailable
+from grader.grading.judge import LOCAL, Judge, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.verdict import Status, TestResult, Verdict
 from grader.sandboxes.container import SandboxLost
@@ -26,10 +27,11 @@ log = logging.getLogger(__name__)
 
 
 class Grader:
-    def __init__(self, settings: Settings, sandboxes: Sandboxes, expected: ExpectedCache) -> None:
+    def __init__(self, settings: Settings, sandboxes: Sandboxes, expected: ExpectedCache, judge: Judge = LOCAL) -> None:
         self.settings = settings
         self.sandboxes = sandboxes
         self.expected = expected
+        self.judge = judge  # where returned values are judged: in bounded processes (grading/isolated.py)
 
     def grade_submission(
         self,
@@ -42,6 +44,9 @@ class Grader:
         lands. Never raises."""
         try:
             verdict = self._grade(problem, source, on_test, seed)
+        except JudgeUnavailable as exc:
+            log.error("grading stopped: %s", exc)
+            verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {exc}")
         except Exception as exc:  # the judge's own bug: reported, never blamed on the submission
             log.exception("grading crashed")
             verdict = Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {type(exc).__name__}")
@@ -67,7 +72,7 @@ class Grader:
                 current[0] = attempt
                 results.clear()
             with phases.timed("compare"):
-                result = judge_test(problem, expected, index, run)
+                result = self.judge.test(problem, expected, index, run)
             results[index] = result
             if on_test is not None:
                 try:
@@ -79,4 +84,4 @@ class Grader:
             run = run_module(self.sandboxes, problem, source, self.settings, landed, seed=seed)
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
-        return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok)
+        return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)

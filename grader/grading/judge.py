@@ -1,22 +1,28 @@
 """From what a module did to a verdict, as data: no sandbox here, only the module's run, the expected
 outputs and the problem's checkers. The Grader judges submissions with it; the problem check judges
-the starter code and the pitfalls with it; nothing about judging is written anywhere else."""
+the starter code and the pitfalls with it; nothing about judging is written anywhere else.
+
+Judging a returned value (decoding it, comparing, evaluating a check's expressions, matching pitfalls)
+is work on hostile data. A `Judge` says where it happens: `LOCAL`, in this process, for the values the
+problem's author's own modules return (the check) and for tests; for submissions and runs, in
+processes whose memory and CPU the operating system bounds (grading/isolated.py), which call the same
+functions here."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from grader.grading import checkers
-from grader.grading.compare import Comparison
+from grader.grading.compare import Comparison, describe_outputs
 from grader.grading.execution import MISSING, ModuleRun, TestRun
-from grader.grading.expected import Expected
+from grader.grading.expected import Expected, decoded
 from grader.grading.hints import pitfall_hint
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, Status, TestResult, TestStatus, Verdict, overall
 from grader.sandboxes.container import LOADING
-from grader.sandboxes.protocol import LoadHeader, Outcome
+from grader.sandboxes.protocol import LoadHeader, Outcome, TestHeader
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +35,23 @@ def compare(problem: ProblemSpec, index: int, expected: Any, got: Any) -> Compar
     return checkers.get(test.checker).compare(expected, got, test.check)
 
 
-def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
-    """One test's result; never raises, whatever the run holds."""
+def base_result(problem: ProblemSpec, index: int, header: TestHeader) -> TestResult:
+    """A test's result before its value is judged: what the problem and the runner's header say."""
     test = problem.tests[index]
-    result = TestResult(
+    return TestResult(
         index=index,
         name=test.name,
         visible=test.visible,
         weight=test.weight,
         status=TestStatus.PASSED,
-        time_ms=round(run.header.time_ms, 3),
-        output=run.header.output,
+        time_ms=round(header.time_ms, 3),
+        output=header.output,
     )
+
+
+def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
+    """One test's result; never raises, whatever the run holds (but MemoryError, in a judge process)."""
+    result = base_result(problem, index, run.header)
     header = run.header
     if header.status != Outcome.OK:
         result.status = RUNNER_TO_TEST[header.status]
@@ -54,7 +65,9 @@ def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRu
         result.message = f"the sandbox returned a malformed result: {run.malformed}"
         return result
     try:
-        comparison = compare(problem, index, expected.reference[index], run.value)
+        comparison = compare(problem, index, expected.value(index), run.value)
+    except MemoryError:  # in a judge process: the values are larger than its memory (grading/isolated.py)
+        raise
     except Exception as exc:  # a value the rule cannot take is not one the test asked for
         log.exception("comparing test %d failed", index + 1)
         comparison = Comparison(False, {"reason": f"the result could not be compared ({type(exc).__name__})"})
@@ -65,16 +78,52 @@ def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRu
     return result
 
 
+class Judge(Protocol):
+    """Where returned values are judged (see the module's docstring)."""
+
+    def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult: ...
+
+    def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None: ...
+
+    def describe(self, bodies: Sequence[bytes | None]) -> list[dict[str, Any] | None]: ...
+
+
+class LocalJudge:
+    """Judging in this process: only for what the problem's author wrote, and for values given directly."""
+
+    def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
+        return judge_test(problem, expected, index, run)
+
+    def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
+        return module_hint(problem, expected, run, tests)
+
+    def describe(self, bodies: Sequence[bytes | None]) -> list[dict[str, Any] | None]:
+        return describe_bodies(bodies)
+
+
+LOCAL = LocalJudge()
+
+
+def describe_bodies(bodies: Sequence[bytes | None]) -> list[dict[str, Any] | None]:
+    """What each value returned, for a reader (compare.describe_outputs); None where there is none."""
+    described: list[dict[str, Any] | None] = []
+    for body in bodies:
+        value = decoded(body)
+        described.append(describe_outputs(value) if value is not MISSING else None)
+    return described
+
+
 def judge_module(
     problem: ProblemSpec,
     expected: Expected,
     run: ModuleRun,
     results: dict[int, TestResult] | None = None,
     engine_ok: Callable[[], bool] = lambda: True,
+    judge: Judge = LOCAL,
 ) -> Verdict:
     """The verdict on a module's run. `results`: tests already judged as they landed (the rest are judged
-    here). `engine_ok` is asked when the module lost both its containers: only then is it the judge's
-    fault."""
+    here, by `judge`). `engine_ok` is asked when the module lost both its containers: only then is it the
+    judge's fault."""
     if run.crashed:
         return _crashed(problem, run, results or {}, engine_ok)
     assert run.load is not None
@@ -83,7 +132,7 @@ def judge_module(
     judged = dict(results or {})
     for index, test_run in run.tests.items():
         if index not in judged:
-            judged[index] = judge_test(problem, expected, index, test_run)
+            judged[index] = judge.test(problem, expected, index, test_run)
     tests = [judged[i] for i in sorted(judged)]
     status, score = overall(tests)
     verdict = Verdict(status=status, score=score, tests=tests)
@@ -91,7 +140,7 @@ def judge_module(
     if first is not None:
         verdict.message = f"{first.name if first.visible else 'a hidden test'}: {first.status.value}"
     if status == Status.WRONG_ANSWER:
-        verdict.hint = _hint(problem, expected, run, tests)
+        verdict.hint = judge.hint(problem, expected, run, tests)
         if verdict.hint:
             for test in tests:
                 if test.status == TestStatus.FAILED:
@@ -99,7 +148,8 @@ def judge_module(
     return verdict
 
 
-def _hint(problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
+def module_hint(problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
+    """The hint of the pitfall whose mistake the module makes (grading/hints.py), values decoded here."""
     try:
         return pitfall_hint(
             problem, expected.reference, expected.pitfalls, run, tests, lambda i, a, b: compare(problem, i, a, b)
@@ -151,4 +201,16 @@ def _crashed(
     return Verdict(status=Status.RUNTIME_ERROR, score=score, message=f"{CRASHED} {where}", tests=tests)
 
 
-__all__ = ["CRASHED", "MISSING", "Expected", "compare", "judge_module", "judge_test", "skipped_tests"]
+__all__ = [
+    "CRASHED",
+    "LOCAL",
+    "MISSING",
+    "base_result",
+    "Expected",
+    "Judge",
+    "compare",
+    "judge_module",
+    "judge_test",
+    "module_hint",
+    "skipped_tests",
+]

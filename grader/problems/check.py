@@ -10,6 +10,8 @@ The steps, in order, each reported as soon as it is known:
   alternatives   every alternative (another correct solution) is accepted
   tolerances     an all-zeros answer and the reference's answer with 1% relative noise each fail some
                  test that returns floats
+  custom         (a problem with a custom-input test) on its defaults the reference answers, the same in
+                 two sandboxes, and every alternative is accepted
 
 The check is a caller of grading, not a second grader: every module runs through run_module and is
 judged by judge_module, as a submission is (grader/grading/). It runs in sandboxes of its own, two
@@ -27,8 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from grader.config import Settings
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
-from grader.grading.model import Sandboxes
+from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.selection import one_test
 from grader.problems.check_authoring import file_findings, reference_findings
+from grader.problems.check_custom import custom_step
 from grader.problems.check_report import STEPS, CheckReport, CheckStep, StepStatus, check_seeds, merge_steps
 from grader.problems.check_steps import (
     alternatives_step,
@@ -160,6 +164,19 @@ class ProblemChecker:
             if steps[0].status == StepStatus.FAILED and name == "reference":
                 _skip_rest(report, emit, "the reference is not accepted")
                 return
+        if problem.problem.custom_test is not None:
+            emit(self._custom(problem, locate))
+
+    def _custom(self, problem: LoadedProblem, locate: Locator) -> CheckStep:
+        """The custom-input test on its defaults (check_custom.py): the reference twice, apart, then each
+        alternative."""
+        custom = problem.problem.custom_test
+        assert custom is not None
+        selection = one_test(problem, custom.case(custom.values({}, where="defaults")), "custom")
+        started = time.monotonic()
+        first, second = self._run_all(selection, [problem.reference, problem.reference], None, apart=True)
+        alternatives = self._run_all(selection, [a.code for a in problem.alternatives], None)
+        return custom_step(selection, first, second, alternatives, locate, round(time.monotonic() - started, 3))
 
     def _round(self, problem: LoadedProblem, locate: Locator, seed: int | None, *, first: bool) -> list[CheckStep]:
         """The steps after the schema, under one seed; stops after a reference that is not accepted. The
@@ -183,8 +200,9 @@ class ProblemChecker:
         self.outputs[seed] = (first, runs[1:])
         reference_values = [first.value(index) for index in range(len(problem.tests))]
         pitfall_runs = runs[1 : 1 + len(pitfalls)]
+        count = len(problem.tests)
         expected = Expected(
-            reference_values, [[run.value(i) for i in range(len(problem.tests))] for run in pitfall_runs]
+            [first.body(i) for i in range(count)], [[run.body(i) for i in range(count)] for run in pitfall_runs]
         )
         verdicts = [judge_module(problem, expected, run) for run in runs]
         steps.append(starter_step(runs[0], verdicts[0], locate, seconds))
@@ -195,7 +213,7 @@ class ProblemChecker:
         return steps
 
     def _run_all(
-        self, problem: LoadedProblem, sources: list[str], seed: int | None, *, apart: bool = False
+        self, problem: ProblemSpec, sources: list[str], seed: int | None, *, apart: bool = False
     ) -> list[ModuleRun]:
         """Runs modules LANES at a time, in the check's sandboxes; every one is run before a failure is
         raised. `apart`: each module in a container of its own (the two runs of the determinism step)."""

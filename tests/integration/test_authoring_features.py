@@ -30,7 +30,7 @@ def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.settings)
-    expected = Expected([reference.value(i) for i in range(len(problem.tests))], [])
+    expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
     return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
 
 

@@ -72,7 +72,7 @@ def run_of(*values: Any) -> ModuleRun:
 
 def hint_for(problem: Problem, reference: list[Any], pitfalls: list[list[Any]], *submission: Any) -> str | None:
     """The hint on the verdict a submission returning `submission` gets, judged as every submission is."""
-    verdict = judge_module(problem, Expected(reference, pitfalls), run_of(*submission))
+    verdict = judge_module(problem, Expected.of_values(reference, pitfalls), run_of(*submission))
     return verdict.hint
 
 
@@ -143,7 +143,7 @@ def test_a_test_that_returned_nothing_matches_only_a_pitfall_that_returned_nothi
     crashes = [f32(5.0), MISSING]
     answers = [f32(5.0), f32(6.0)]
     run = run_of(f32(5.0), MISSING)
-    tests = judge_module(problem, Expected(reference, [answers, crashes]), run).tests
+    tests = judge_module(problem, Expected.of_values(reference, [answers, crashes]), run).tests
     found = matching_pitfall(
         problem, reference, [answers, crashes], run, tests, lambda i, a, b: compare(problem, i, a, b)
     )
@@ -216,8 +216,8 @@ def test_a_failing_rule_or_hostile_values_cost_the_hint_not_the_verdict() -> Non
     def broken(index: int, expected: Any, got: Any) -> Any:
         raise RuntimeError("boom")
 
-    tests = judge_module(problem, Expected([f32(1.0)], [[f32(2.0)]]), run).tests
+    tests = judge_module(problem, Expected.of_values([f32(1.0)], [[f32(2.0)]]), run).tests
     assert pitfall_hint(problem, [f32(1.0)], [[f32(2.0)]], run, tests, broken) is None
     assert pitfall_hint(problem, [f32(1.0)], [[]], run, tests, broken) is None  # a short pitfall list
-    verdict = judge_module(problem, Expected([f32(1.0)], [[Opaque("Size")]]), run)
+    verdict = judge_module(problem, Expected.of_values([f32(1.0)], [[Opaque("Size")]]), run)
     assert verdict.status == Status.WRONG_ANSWER and verdict.hint == "h"

@@ -92,6 +92,8 @@ class KeyCheck(BaseModel):
                 if truth(expression.evaluate(names)):
                     continue
                 reason = f"{key}: the property {expression.text!r} does not hold"
+            except MemoryError:  # the judge process's own limit: the test's error, not a wrong answer
+                raise
             except Exception as exc:  # noqa: BLE001 - hostile values may make any expression raise
                 reason = f"{key}: the property {expression.text!r} cannot be evaluated: {failure_text(exc)}"
             return Comparison(False, {"path": key, "reason": reason})
@@ -102,6 +104,8 @@ class KeyCheck(BaseModel):
         assert self._expect is not None
         try:
             return as_value(self._expect.evaluate(names), got), None
+        except MemoryError:  # the judge process's own limit: the test's error, not a wrong answer
+            raise
         except Exception as exc:  # noqa: BLE001 - hostile values may make any expression raise
             reason = f"{key}: the expected value {self._expect.text!r} cannot be computed: {failure_text(exc)}"
             return None, Comparison(False, {"path": key, "reason": reason})
@@ -120,6 +124,8 @@ def _fails(expression: Expression, names: dict[str, Any]) -> bool:
     """True when a `holds` expression is false, or cannot be evaluated."""
     try:
         return not truth(expression.evaluate(names))
+    except MemoryError:  # the judge process's own limit: the test's error, not a wrong answer
+        raise
     except Exception:  # noqa: BLE001 - hostile values may make any expression raise
         return True
 

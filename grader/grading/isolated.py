@@ -1,0 +1,321 @@
+"""Judging in processes of their own: the `Judge` that submissions and runs are judged by.
+
+What a sandbox returned is decoded, compared, put through the check's expressions and matched with the
+pitfalls in a judge process (grading/isolated_worker.py) whose memory and CPU the kernel bounds, never in
+the service: there a returned value that made the comparison build gigabytes would grow the API (in
+local mode, the whole service) or the grading loop. A request that exceeds the process's limits ends as
+that test's error, charged to the submission (it chose the values); the process is replaced, and no
+other submission notices. A judge process that cannot be had is the judge's own failure (JudgeUnavailable).
+
+The processes are started on demand, up to `size` at once, and kept for the next request. Each holds
+nothing of a submission between requests: a request carries its values, and the answer is data (JSON,
+read here as hostile: bounded, validated field by field). Results of tests that returned no value are
+judged here: no value is involved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from typing import Any
+
+from grader.grading.bounds import cap, cap_details
+from grader.grading.execution import ModuleRun, TestRun
+from grader.grading.expected import Expected
+from grader.grading.isolated_worker import JudgeSpec
+from grader.grading.judge import base_result, judge_test
+from grader.grading.model import ProblemSpec
+from grader.grading.verdict import TestResult, TestStatus
+from grader.sandboxes.protocol import MAX_MESSAGE, Outcome, ProtocolViolation, loads_bounded
+
+log = logging.getLogger(__name__)
+
+MAX_ANSWER_BYTES = 1024 * 1024
+MAX_ANSWER_DEPTH = 16
+WAIT_S = 60.0  # for a free judge process, before the judge gives up (its own failure)
+SPECS_KEPT = 128
+# What a judge process inherits of the environment: nothing of the service's configuration or secrets.
+ENVIRONMENT = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "HOME", "VIRTUAL_ENV")
+
+
+class JudgeUnavailable(Exception):
+    """No judge process could be had: the judge's own failure, never the submission's."""
+
+
+class JudgeLimit(Exception):
+    """A request ended its judge process (or took too long): the values it carried were too much to judge."""
+
+
+def _environment() -> dict[str, str]:
+    env = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+class JudgeProcess:
+    """One judge process and its two pipes."""
+
+    def __init__(self, memory_mb: int, cpu_s: float) -> None:
+        self.memory_mb, self.cpu_s = memory_mb, cpu_s
+        requests_in, requests_out = os.pipe()
+        answers_in, answers_out = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "grader.grading.isolated_worker", str(memory_mb), str(cpu_s)],
+                stdin=requests_in,
+                stdout=answers_out,
+                stderr=subprocess.DEVNULL,
+                env=_environment(),
+                cwd="/",
+                close_fds=True,
+                start_new_session=True,  # a Ctrl-C meant for the service is the service's to handle
+            )
+        except BaseException:
+            for fd in (requests_out, answers_in):
+                os.close(fd)
+            raise
+        finally:
+            os.close(requests_in)
+            os.close(answers_out)
+        self._requests = Connection(requests_out, readable=False)
+        self._answers = Connection(answers_in, writable=False)
+        self.specs: set[bytes] = set()  # the specs it was sent (it may have dropped some since)
+        self.alive = True
+
+    def ask(self, request: bytes, timeout_s: float) -> dict[str, Any]:
+        """One request's answer; JudgeLimit when the process ended, stalled or answered nonsense (it is
+        then gone)."""
+        try:
+            self._requests.send_bytes(request)
+            if not self._answers.poll(timeout_s):
+                self.kill()
+                raise JudgeLimit(f"more than {timeout_s:g} s")
+            raw = self._answers.recv_bytes(MAX_ANSWER_BYTES)
+        except (EOFError, OSError):
+            self.kill()
+            raise JudgeLimit(self._why()) from None
+        try:
+            answer = loads_bounded(raw, MAX_ANSWER_DEPTH)
+        except ProtocolViolation:
+            answer = None
+        if not isinstance(answer, dict):
+            self.kill()
+            raise JudgeLimit("an answer that is not one")
+        if "limit" in answer:
+            raise JudgeLimit(f"more than its {self.memory_mb} MB of memory")
+        return answer
+
+    def _why(self) -> str:
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code == -signal.SIGXCPU:
+            return f"more than {self.cpu_s:g} s of CPU"
+        return f"more than its {self.memory_mb} MB of memory" if code is not None and code < 0 else "a lost process"
+
+    def kill(self) -> None:
+        self.alive = False
+        try:
+            self.process.kill()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Ends the process: its requests' pipe closes, and it exits; killed if it does not."""
+        self.alive = False
+        for connection in (self._requests, self._answers):
+            try:
+                connection.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+class IsolatedJudge:
+    """The Judge (grading/judge.py) whose work on returned values happens in bounded processes."""
+
+    def __init__(self, memory_mb: int, cpu_s: float, size: int) -> None:
+        self.memory_mb, self.cpu_s, self.size = memory_mb, cpu_s, size
+        self._idle: list[JudgeProcess] = []
+        self._count = 0  # processes started and not yet closed
+        self._closed = False
+        self._cond = threading.Condition()
+        self._specs: OrderedDict[int, tuple[ProblemSpec, bytes, bytes]] = OrderedDict()
+        self._specs_lock = threading.Lock()
+        self.limits_hit = 0
+
+    @property
+    def timeout_s(self) -> float:
+        """A backstop for a process that neither answers nor ends: the CPU limit ends it before this."""
+        return 4 * self.cpu_s + 10.0
+
+    # -- the Judge ------------------------------------------------------------------------------------------
+    def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
+        result = base_result(problem, index, run.header)  # name, time, output: from here, never from a process
+        if run.header.status != Outcome.OK:
+            return judge_test(problem, expected, index, run)  # nothing returned: no value to judge
+        try:
+            answer = self._call("test", problem, (index, expected.body(index), run.body))
+        except JudgeLimit as exc:
+            self.limits_hit += 1
+            message = f"judging what this test returned took {exc}"
+            return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
+        judged = _judged(answer)
+        if judged is None:
+            message = "what this test returned could not be judged"
+            return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
+        return result.model_copy(update=judged) if judged else result
+
+    def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
+        if not any(test.status != TestStatus.PASSED for test in tests) or not problem.pitfalls:
+            return None
+        frames = {index: (test.header, test.body) for index, test in run.tests.items()}
+        args = (list(_bodies(expected, len(problem.tests))), expected.pitfall_bodies, frames, tests)
+        try:
+            number = self._call("hint", problem, args).get("pitfall")
+        except (JudgeLimit, JudgeUnavailable) as exc:  # a hint is a courtesy
+            log.warning("no hint for a submission to %s: %s", problem.id, exc)
+            return None
+        if type(number) is not int or not 0 <= number < len(problem.pitfalls):
+            return None
+        return problem.pitfalls[number].hint
+
+    def describe(self, bodies: Sequence[bytes | None]) -> list[dict[str, Any] | None]:
+        try:
+            described = self._call("describe", None, (list(bodies),)).get("described")
+        except JudgeLimit:
+            described = None
+        if not isinstance(described, list) or len(described) != len(bodies):
+            return [None] * len(bodies)
+        return [item if isinstance(item, dict) else None for item in described]
+
+    # -- requests -------------------------------------------------------------------------------------------
+    def _spec(self, problem: ProblemSpec | None) -> tuple[bytes, bytes]:
+        """The problem's spec as sent (pickled once per problem object) and its digest."""
+        if problem is None:
+            blob = pickle.dumps(JudgeSpec("", "", (), ()))
+            return hashlib.sha256(blob).digest(), blob
+        with self._specs_lock:
+            entry = self._specs.get(id(problem))
+            if entry is not None and entry[0] is problem:
+                self._specs.move_to_end(id(problem))
+                return entry[1], entry[2]
+        blob = pickle.dumps(JudgeSpec.of(problem))
+        digest = hashlib.sha256(blob).digest()
+        with self._specs_lock:
+            self._specs[id(problem)] = (problem, digest, blob)  # the problem kept, so that its id stays its own
+            while len(self._specs) > SPECS_KEPT:
+                self._specs.popitem(last=False)
+        return digest, blob
+
+    def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...]) -> dict[str, Any]:
+        digest, blob = self._spec(problem)
+        with self._process() as process:
+            sent = blob if digest not in process.specs else None
+            answer = process.ask(pickle.dumps((op, digest, sent, args)), self.timeout_s)
+            if answer.get("need_spec"):
+                answer = process.ask(pickle.dumps((op, digest, blob, args)), self.timeout_s)
+            process.specs.add(digest)
+        if "error" in answer:
+            log.warning("a judge process failed on %s: %.100s", op, answer["error"])
+        return answer
+
+    @contextmanager
+    def _process(self) -> Iterator[JudgeProcess]:
+        deadline = time.monotonic() + WAIT_S
+        with self._cond:
+            while not self._idle and self._count >= self.size:
+                left = deadline - time.monotonic()
+                if self._closed or left <= 0:
+                    raise JudgeUnavailable("no judge process is free")
+                self._cond.wait(left)
+            if self._closed:
+                raise JudgeUnavailable("the judge is closed")
+            process = self._idle.pop() if self._idle else None
+            if process is None:
+                self._count += 1
+        if process is None:
+            try:
+                process = JudgeProcess(self.memory_mb, self.cpu_s)
+            except OSError as exc:
+                with self._cond:
+                    self._count -= 1
+                    self._cond.notify()
+                raise JudgeUnavailable(f"cannot start a judge process: {exc}") from None
+        try:
+            yield process
+        finally:
+            self._hand_back(process)
+
+    def _hand_back(self, process: JudgeProcess) -> None:
+        with self._cond:
+            keep = process.alive and not self._closed
+            if keep:
+                self._idle.append(process)
+            else:
+                self._count -= 1
+            self._cond.notify()
+        if not keep:
+            process.close()
+
+    def start(self, count: int = 1) -> None:
+        """Starts up to `count` processes ahead of the first request (their imports take a few hundred ms)."""
+        with self._cond:
+            count = max(0, min(count, self.size - self._count))
+            self._count += count
+        for _ in range(count):
+            try:
+                process = JudgeProcess(self.memory_mb, self.cpu_s)
+            except OSError as exc:
+                log.warning("cannot start a judge process: %s", exc)
+                with self._cond:
+                    self._count -= 1
+                continue
+            self._hand_back(process)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for process in idle:
+            process.close()
+
+    def status(self) -> dict[str, int]:
+        with self._cond:
+            return {"size": self.size, "started": self._count, "idle": len(self._idle), "limits_hit": self.limits_hit}
+
+
+def _bodies(expected: Expected, count: int) -> Iterator[bytes | None]:
+    return (expected.body(index) for index in range(count))
+
+
+def _judged(answer: dict[str, Any]) -> dict[str, Any] | None:
+    """What a judge process found of a test: {} (passed) or its status, message and details, each checked;
+    None for an answer that is not one."""
+    if not answer:
+        return {}
+    status, message, details = answer.get("status"), answer.get("message"), answer.get("details")
+    if set(answer) - {"status", "message", "details"} or status not in (TestStatus.FAILED, TestStatus.ERROR):
+        return None
+    if not (message is None or isinstance(message, str)) or not (details is None or isinstance(details, dict)):
+        return None
+    message = cap(message, MAX_MESSAGE)
+    return {"status": TestStatus(status), "message": message, "details": cap_details(details) if details else None}
