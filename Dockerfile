@@ -10,7 +10,7 @@ RUN apt-get install -y -qq --no-install-recommends /tmp/debs/*.deb >/dev/null \
 
 COPY site-packages/ /usr/local/lib/python3.11/dist-packages/
 RUN python3 -m compileall -q -j 0 /usr/local/lib/python3.11/dist-packages >/dev/null || true \
-    && python3 -c "import alembic, celery, docker, fastapi, numpy, prometheus_client, psycopg, redis, sqlalchemy, uvicorn"
+    && python3 -c "import alembic, celery, docker, fastapi, ml_dtypes, numpy, prometheus_client, psycopg, redis, sqlalchemy, uvicorn"
 
 # Never root: the API faces the network; a worker also holds the Docker socket (see docker-compose.yml).
 RUN groupadd -g 10002 grader && useradd -u 10002 -g 10002 -M -d /nonexistent -s /usr/sbin/nologin grader \

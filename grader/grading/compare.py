@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.sandboxes.values import EPS, FLOAT_DTYPES, Opaque, Tensor
+from grader.sandboxes.values import DTYPES, EPS, FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5
@@ -49,17 +49,21 @@ class Tolerance(BaseModel):
 
     def for_dtype(self, dtype: str) -> Tolerance:
         """This tolerance for a tensor of `dtype`: each of rtol and atol that the test left at its default
-        is at least EPS_MULTIPLE times the dtype's epsilon (so that bfloat16 or fp8 results can pass)."""
-        floor = EPS_MULTIPLE * EPS.get(dtype, 0.0)
-        update = {
-            name: floor
-            for name in ("rtol", "atol")
-            if name not in self.model_fields_set and getattr(self, name) < floor
-        }
+        is at least EPS_MULTIPLE times the dtype's epsilon (so that bfloat16 or fp8 results can pass); for a
+        dtype in EXACT_BY_DEFAULT, it is 0."""
+        defaults = [name for name in ("rtol", "atol") if name not in self.model_fields_set]
+        if dtype in EXACT_BY_DEFAULT:
+            update = {name: 0.0 for name in defaults}
+        else:
+            floor = EPS_MULTIPLE * EPS.get(dtype, 0.0)
+            update = {name: floor for name in defaults if getattr(self, name) < floor}
         return self.model_copy(update=update) if update else self
 
 
 EPS_MULTIPLE = 2
+# float8_e8m0fnu holds powers of two only, 2**-127 to 2**127 (a scale, in effect an exponent): 2 eps (2) would
+# take any smaller scale for a larger one, and the default atol every scale below 1e-6 for any other.
+EXACT_BY_DEFAULT = frozenset({"float8_e8m0fnu"})
 EXACT = Tolerance(rtol=0.0, atol=0.0)
 
 
@@ -67,6 +71,10 @@ EXACT = Tolerance(rtol=0.0, atol=0.0)
 class Comparison:
     passed: bool
     details: dict[str, Any] = field(default_factory=dict)
+
+
+# Scalar types narrower than a float64, of every wire dtype: NumPy's and ml_dtypes' (bfloat16, fp8).
+NARROW_FLOATS = tuple(DTYPES[name].type for name in sorted(FLOAT_DTYPES - {"float64", "complex64", "complex128"}))
 
 
 def json_number(value: Any) -> Any:
@@ -77,11 +85,23 @@ def json_number(value: Any) -> Any:
         return int(value)
     if isinstance(value, (complex, np.complexfloating)):
         return f"{complex(value)}"
-    if isinstance(value, (np.float16, np.float32)):
-        value = float(str(value))  # the shortest decimal that is the same float32, not its float64 expansion
     number = float(value)
     if math.isnan(number) or math.isinf(number):
         return str(number)
+    if isinstance(value, NARROW_FLOATS):
+        return _shortest(number, type(value))
+    return number
+
+
+def _shortest(number: float, kind: type) -> float:
+    """The decimal with the fewest digits after the point that reads back as the same value of `kind`, as
+    NumPy prints a float32: a bfloat16 0.1 is shown as 0.1, not as its exact 0.10009765625, and a 64 as 64
+    (never as a 60 that would round to it). The digits a subnormal float32 needs are at most 45."""
+    exact = kind(number)
+    for decimals in range(50):
+        candidate = round(number, decimals)
+        if kind(candidate) == exact:
+            return candidate
     return number
 
 
@@ -123,6 +143,11 @@ def _type_name(value: Any) -> str:
     if value is None:
         return "None"
     return type(value).__name__
+
+
+def _a(name: str) -> str:
+    """`name` with its indefinite article: "a tensor", "an unsupported Attention", "an int"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _mismatch(path: str, reason: str, expected: Any, got: Any, **extra: Any) -> Comparison:
@@ -168,24 +193,38 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
         mismatches=int(wrong.shape[0]),
         total=int(exp.size),
         first_mismatches=first,
-        **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and exp.dtype.kind in "fc" else {}),
+        **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and expected.dtype in FLOAT_DTYPES else {}),
         **errors,
     )
 
 
 def _errors(exp64: np.ndarray, act64: np.ndarray, tolerance: Tolerance) -> dict[str, Any]:
-    """How far apart two float arrays are (the report of a mismatch), and the tolerance they were held to."""
+    """How far apart two float arrays are (the report of a mismatch), and the tolerance they were held to.
+
+    A NaN or an infinity where the other side has something else is a mismatch whose error has no size:
+    it is counted (`nonfinite_mismatches`, and where the first is); the largest errors stay those of the
+    finite pairs, unless those all agree: then they are NaN or infinite, never an error of 0."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         both_finite = np.isfinite(exp64) & np.isfinite(act64)
         abs_err = np.abs(act64 - exp64)
         # Relative error only where it means something: against a non-zero expected value.
         nonzero = both_finite & (exp64 != 0)
         rel_err = np.where(nonzero, abs_err / np.where(nonzero, np.abs(exp64), 1.0), 0.0)
+        same = (exp64 == act64) | (np.isnan(exp64) & np.isnan(act64))
+        odd = ~both_finite & ~same  # a NaN or an infinity against anything but itself
     max_abs = float(abs_err[both_finite].max()) if both_finite.any() else 0.0
     max_rel = float(rel_err[nonzero].max()) if nonzero.any() else 0.0
+    found: dict[str, Any] = {}
+    if odd.any():
+        if max_abs == 0.0:
+            nan = bool((np.isnan(exp64) | np.isnan(act64))[odd].any())
+            max_abs = max_rel = math.nan if nan else math.inf
+        first = tuple(int(i) for i in np.argwhere(odd)[0])
+        found = {"nonfinite_mismatches": int(np.count_nonzero(odd)), "first_nonfinite": list(first)}
     return {
         "max_abs_error": json_number(max_abs),
         "max_rel_error": json_number(max_rel),
+        **found,
         "rtol": tolerance.rtol,
         "atol": tolerance.atol,
         **({"round": tolerance.decimals} if tolerance.decimals is not None else {}),
@@ -222,7 +261,7 @@ def compare_values(path: str, expected: Any, got: Any, tolerance: Tolerance) -> 
     if type(expected) is float and type(got) is int:
         got = as_float(got)
     if isinstance(expected, Opaque) or isinstance(got, Opaque) or _type_name(expected) != _type_name(got):
-        return _mismatch(path, f"expected a {_type_name(expected)}, got a {_type_name(got)}", expected, got)
+        return _mismatch(path, f"expected {_a(_type_name(expected))}, got {_a(_type_name(got))}", expected, got)
     if isinstance(expected, Tensor):
         return _compare_tensors(path, expected, got, tolerance)
     if isinstance(expected, float):

@@ -1,8 +1,8 @@
 """Expected outputs: the reference run under a submission's seed, in a process no submission touched
 (a container of its own, never one that ran a submission: sandboxes given by components.py), once
 per problem version, sandbox image and seed. The pitfalls' outputs, needed only to name a wrong
-answer's mistake, are computed the first time a hint is looked for. Only decoded data reaches the
-comparison; nothing goes back in."""
+answer's mistake, are computed the first time a hint is looked for. They are kept as the bytes the
+sandbox sent, decoded only where they are judged; nothing goes back in."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader.config import Settings
@@ -23,26 +23,78 @@ from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
 
-MEMORY_ENTRIES = 256  # decoded outputs kept in memory (the database keeps every one)
+MEMORY_ENTRIES = 256  # outputs kept in memory (the database keeps every one)
 
 
 class ProblemBroken(Exception):
     """The problem's own reference fails: the author's fault, reported as internal_error."""
 
 
-class Expected:
-    """The reference's values per test, and (loaded on first use) each pitfall's; MISSING where a module
-    returned nothing."""
+Bodies = Sequence[bytes | None]  # per test, the bytes of the value a module returned (None: it returned none)
 
-    def __init__(self, reference: list[Any], pitfalls: list[list[Any]] | Callable[[], list[list[Any]]]) -> None:
-        self.reference = reference
-        self._pitfalls = pitfalls
+
+class Expected:
+    """The reference's results per test, and (loaded on first use) each pitfall's, as the sandbox sent them.
+
+    For a submission they are decoded where it is judged, in a judge process (grading/isolated.py): `body`
+    and `pitfall_bodies` are what goes there. `value`, `reference` and `pitfalls` decode in this process,
+    for the problem check (the author's own modules) and for values given directly (`of_values`)."""
+
+    def __init__(self, reference: Bodies, pitfalls: Sequence[Bodies] | Callable[[], Sequence[Bodies]]) -> None:
+        self._bodies: Bodies | None = reference
+        self._pitfall_bodies = pitfalls
+        self._values: list[Any] | None = None
+        self._pitfall_values: list[list[Any]] | None = None
+
+    @classmethod
+    def of_values(cls, reference: list[Any], pitfalls: list[list[Any]]) -> Expected:
+        """Expected values already decoded (MISSING where none)."""
+        expected = cls([], [])
+        expected._bodies, expected._values, expected._pitfall_values = None, list(reference), list(pitfalls)
+        return expected
+
+    def body(self, index: int) -> bytes | None:
+        if self._bodies is None:
+            raise TypeError("these expected outputs were given decoded: they have no bytes to send")
+        return self._bodies[index] if 0 <= index < len(self._bodies) else None
+
+    @property
+    def pitfall_bodies(self) -> list[list[bytes | None]]:
+        if self._bodies is None:
+            raise TypeError("these expected outputs were given decoded: they have no bytes to send")
+        if callable(self._pitfall_bodies):
+            self._pitfall_bodies = self._pitfall_bodies()
+        return [list(bodies) for bodies in self._pitfall_bodies]
+
+    def value(self, index: int) -> Any:
+        """Test `index`'s expected value, decoded in this process."""
+        if self._values is not None:
+            return self._values[index] if 0 <= index < len(self._values) else MISSING
+        return decoded(self.body(index))
+
+    @property
+    def reference(self) -> list[Any]:
+        """Every test's expected value, decoded in this process."""
+        if self._values is None:
+            self._values = [decoded(body) for body in self._bodies or []]
+        return self._values
 
     @property
     def pitfalls(self) -> list[list[Any]]:
-        if callable(self._pitfalls):
-            self._pitfalls = self._pitfalls()
-        return self._pitfalls
+        """Each pitfall's values, decoded in this process."""
+        if self._pitfall_values is None:
+            self._pitfall_values = [[decoded(body) for body in bodies] for bodies in self.pitfall_bodies]
+        return self._pitfall_values
+
+
+def decoded(body: bytes | None) -> Any:
+    """A value's bytes decoded in this process; MISSING for none, or for bytes that are not a value."""
+    if body is None:
+        return MISSING
+    try:
+        return decode_value(body)
+    except MalformedValue:
+        return MISSING
 
 
 def serialise(run: ModuleRun) -> dict[str, Any]:
@@ -56,19 +108,16 @@ def serialise(run: ModuleRun) -> dict[str, Any]:
     }
 
 
-def stored_values(raw: dict[str, Any], test_count: int) -> tuple[list[Any], list[str]]:
-    """Per test: the decoded value (MISSING where none) and the runner's status."""
-    values: list[Any] = [MISSING] * test_count
+def stored_bodies(raw: dict[str, Any], test_count: int) -> tuple[list[bytes | None], list[str]]:
+    """Per test: the bytes of the value (None where none) and the runner's status; nothing decoded."""
+    bodies: list[bytes | None] = [None] * test_count
     statuses = ["error"] * test_count
     if raw.get("load") == Outcome.OK:
         for index, test in enumerate(raw["tests"][:test_count]):
             statuses[index] = test["status"]
             if test["status"] == Outcome.OK:
-                try:
-                    values[index] = decode_value(base64.b64decode(test["body"]))
-                except MalformedValue:
-                    statuses[index] = "error"
-    return values, statuses
+                bodies[index] = base64.b64decode(test["body"])
+    return bodies, statuses
 
 
 class ExpectedCache:
@@ -90,29 +139,29 @@ class ExpectedCache:
         self._guard = threading.Lock()
 
     def key(self, problem: ProblemSpec, image_id: str, seed: int | None, part: str) -> str:
-        return f"v3:{problem.id}:{problem.version}:{image_id}:{seed_key(problem, seed)}:{part}"
+        return f"v4:{problem.id}:{problem.version}:{image_id}:{seed_key(problem, seed)}:{part}"
 
     def get(self, problem: ProblemSpec, image_id: str, seed: int | None = None) -> Expected:
         """The reference's outputs under `seed`; ProblemBroken when the reference fails its own tests."""
         count = len(problem.tests)
-        loaded, values, statuses = self._entry(
+        loaded, bodies, statuses = self._entry(
             self.key(problem, image_id, seed, "reference"),
             lambda: serialise(self._run(problem, [problem.reference], seed)[0]),
-            lambda raw: (raw.get("load") == Outcome.OK, *stored_values(raw, count)),
+            lambda raw: (raw.get("load") == Outcome.OK, *stored_bodies(raw, count)),
         )
         if not loaded:
             raise ProblemBroken(f"the reference of {problem.id} does not load")
         broken = [problem.tests[i].name for i, status in enumerate(statuses) if status != Outcome.OK]
         if broken:
             raise ProblemBroken(f"the reference of {problem.id} fails its own tests: {', '.join(broken[:5])}")
-        return Expected(values, lambda: self.pitfalls(problem, image_id, seed))
+        return Expected(bodies, lambda: self.pitfalls(problem, image_id, seed))
 
-    def pitfalls(self, problem: ProblemSpec, image_id: str, seed: int | None) -> list[list[Any]]:
+    def pitfalls(self, problem: ProblemSpec, image_id: str, seed: int | None) -> list[list[bytes | None]]:
         count = len(problem.tests)
         return self._entry(  # type: ignore[no-any-return]
             self.key(problem, image_id, seed, "pitfalls"),
             lambda: [serialise(run) for run in self._run(problem, [p.code for p in problem.pitfalls], seed)],
-            lambda raw: [stored_values(run, count)[0] for run in raw],
+            lambda raw: [stored_bodies(run, count)[0] for run in raw],
         )
 
     def seed(

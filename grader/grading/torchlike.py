@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from grader.sandboxes.values import COMPLEX_DTYPES, DTYPES, FLOAT_DTYPES, wire_name
+
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
@@ -57,8 +59,24 @@ class TorchArray(np.ndarray):
     def bool(self) -> TorchArray:
         return self.astype(np.bool_)
 
-    def to(self, dtype: Any) -> TorchArray:
-        return self.astype(dtype) if isinstance(dtype, (np.dtype, type)) else self
+    def bfloat16(self) -> TorchArray:
+        return _cast(self, DTYPES["bfloat16"])
+
+    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> TorchArray:
+        """x.to(dtype), x.to("cpu", dtype), x.to(other) (other's dtype), x.to(dtype=...); a device changes
+        nothing here (everything is on the CPU)."""
+        for arg in args:
+            if isinstance(arg, np.ndarray):
+                dtype = arg.dtype
+            elif not isinstance(arg, str):
+                dtype = arg
+        return self if dtype is None else _cast(self, tensor_dtype(dtype))
+
+    def is_floating_point(self) -> bool:
+        return wire_name(self.dtype) in FLOAT_DTYPES - COMPLEX_DTYPES
+
+    def is_complex(self) -> bool:
+        return wire_name(self.dtype) in COMPLEX_DTYPES
 
     def numel(self) -> int:
         return int(_plain(self).size)
@@ -137,11 +155,32 @@ class TorchArray(np.ndarray):
         return _wrap(np.argmin(_plain(self), axis=_axis(dim, kwargs.get("axis")), keepdims=keepdim))
 
 
+def _cast(array: np.ndarray, dtype: np.dtype) -> Any:
+    """array.astype(dtype), also between two of ml_dtypes' types that have no cast to each other (fp8 to
+    float8_e8m0fnu): through float32, which holds every value of bfloat16 and fp8 exactly."""
+    try:
+        return array.astype(dtype)
+    except TypeError:
+        return array.astype(np.float32).astype(dtype)
+
+
+def tensor_dtype(dtype: Any) -> np.dtype:
+    """The dtype a tensor may have that `dtype` names (torch.bfloat16, np.float32, float, ...); TypeError for
+    anything else (a string, a structured or text dtype), so that no conversion makes what no tensor is."""
+    if isinstance(dtype, np.dtype) or (
+        isinstance(dtype, type) and (dtype in (bool, int, float, complex) or issubclass(dtype, np.generic))
+    ):
+        name = wire_name(np.dtype(dtype))
+        if name is not None:
+            return DTYPES[name]
+    raise TypeError(f"not a dtype a tensor can have: {str(dtype)[:60]}")
+
+
 def as_array(value: Any, dtype: Any = None) -> TorchArray:
     """torch.tensor(value, dtype=...): a Python float becomes float32 and an int int64, as in torch."""
     if dtype is None and isinstance(value, float):
         dtype = np.float32
-    return np.asarray(value, dtype=dtype).view(TorchArray)
+    return np.asarray(value, dtype=None if dtype is None else tensor_dtype(dtype)).view(TorchArray)
 
 
 def _over(name: str) -> Any:
@@ -154,21 +193,17 @@ def _over(name: str) -> Any:
     return call
 
 
+# torch's names for its dtypes: every wire dtype by its own name, and torch's aliases.
 _DTYPES = {
-    "float16": np.float16,
-    "half": np.float16,
-    "float32": np.float32,
-    "float": np.float32,
-    "float64": np.float64,
-    "double": np.float64,
-    "int8": np.int8,
-    "int16": np.int16,
-    "int32": np.int32,
-    "int": np.int32,
-    "int64": np.int64,
-    "long": np.int64,
-    "uint8": np.uint8,
-    "bool": np.bool_,
+    **DTYPES,
+    "half": DTYPES["float16"],
+    "float": DTYPES["float32"],
+    "double": DTYPES["float64"],
+    "cfloat": DTYPES["complex64"],
+    "cdouble": DTYPES["complex128"],
+    "short": DTYPES["int16"],
+    "int": DTYPES["int32"],
+    "long": DTYPES["int64"],
 }
 
 TORCH = SimpleNamespace(
@@ -186,7 +221,7 @@ TORCH = SimpleNamespace(
     e=_math.e,
     inf=_math.inf,
     nan=_math.nan,
-    **{name: np.dtype(dtype) for name, dtype in _DTYPES.items()},
+    **_DTYPES,
 )
 
 NP = SimpleNamespace(

@@ -66,6 +66,31 @@ MAX_RANK = 8
 MAX_DIM = 2**31 - 1
 MAX_ELEMENTS = 2**31 - 1
 MAX_MANIFEST_DEPTH = 3 * MAX_VALUE_DEPTH + 4
+# The dtypes a tensor may have on the wire, each with the bytes of one element: its own bit pattern,
+# little-endian, never widened (a bfloat16 is 2 bytes, not a float32), so that a value arrives as what it
+# was and every byte count is exact.
+WIRE_DTYPES = {
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "bool": 1,
+}
 
 # A JSON string, written as "unrolled" (runs of plain bytes between escapes): the same matches as
 # '"(?:[^"\\]|\\.)*"', without one alternation per byte.

@@ -1,7 +1,8 @@
 """Decodes a test's returned value from a sandbox into plain Python and numpy data.
 
-Every count is checked before an array is built: dtypes from a fixed list, shapes of bounded rank,
-byte counts that must match exactly. No pickle, no object from the sandbox is ever called.
+Every count is checked before an array is built: dtypes from a fixed list (protocol.WIRE_DTYPES), each
+arriving as itself, shapes of bounded rank, byte counts that must match exactly. No pickle, no object
+from the sandbox is ever called.
 """
 
 from __future__ import annotations
@@ -12,17 +13,24 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from grader.sandboxes import protocol
 
-# wire name -> numpy dtype of the bytes (bfloat16 and fp8 arrive widened to float32, exactly)
+# wire name -> the NumPy dtype its bytes are read as: each name its own dtype, and no two names one dtype,
+# so that nothing on this side can take one for another (a bfloat16 tensor is not a float32 one). NumPy has
+# no bfloat16 or fp8: ml_dtypes supplies them, bit-exact. Its types take the machine's byte order; the
+# wire's is little-endian, as is every machine the service runs on (x86-64, arm64).
 DTYPES: dict[str, np.dtype] = {
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
     "float16": np.dtype("<f2"),
-    "bfloat16": np.dtype("<f4"),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype("<f4"),
-    "float8_e4m3fn": np.dtype("<f4"),
-    "float8_e5m2": np.dtype("<f4"),
     "float64": np.dtype("<f8"),
     "complex64": np.dtype("<c8"),
     "complex128": np.dtype("<c16"),
@@ -31,29 +39,25 @@ DTYPES: dict[str, np.dtype] = {
     "int32": np.dtype("<i4"),
     "int64": np.dtype("<i8"),
     "uint8": np.dtype("u1"),
+    "uint16": np.dtype("<u2"),
+    "uint32": np.dtype("<u4"),
+    "uint64": np.dtype("<u8"),
     "bool": np.dtype("?"),
 }
-FLOAT_DTYPES = {
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-}
-# The machine epsilon of each floating dtype (torch.finfo(dtype).eps): default tolerances scale with it.
-EPS = {
-    "float8_e4m3fn": 2.0**-3,
-    "float8_e5m2": 2.0**-2,
-    "float16": 2.0**-10,
-    "bfloat16": 2.0**-7,
-    "float32": 2.0**-23,
-    "float64": 2.0**-52,
-    "complex64": 2.0**-23,
-    "complex128": 2.0**-52,
-}
+FLOAT_DTYPES = frozenset(name for name in DTYPES if name.startswith(("float", "bfloat", "complex")))
+COMPLEX_DTYPES = frozenset(name for name in DTYPES if name.startswith("complex"))
+# The machine epsilon of each floating dtype (the gap between 1 and the next value): default tolerances
+# scale with it. From ml_dtypes' finfo, which knows NumPy's dtypes too (torch.finfo says 2**-3 for
+# float8_e5m2fnuz, whose two mantissa bits make it 2**-2).
+EPS: dict[str, float] = {name: float(ml_dtypes.finfo(DTYPES[name]).eps) for name in sorted(FLOAT_DTYPES)}
+
+
+def wire_name(dtype: np.dtype) -> str | None:
+    """The wire name of a NumPy dtype, None for one that no tensor has (by equality: NumPy has several
+    spellings of one dtype, 'l' and 'q' for int64)."""
+    return next((name for name, wire in DTYPES.items() if wire == dtype), None)
+
+
 MAX_RANK = protocol.MAX_RANK
 MAX_DEPTH = protocol.MAX_VALUE_DEPTH
 MAX_NODES = protocol.MAX_VALUE_NODES
@@ -71,8 +75,14 @@ class MalformedValue(Exception):
 
 @dataclass(frozen=True, eq=False)
 class Tensor:
+    """A tensor as data: its wire dtype's name, and an array of exactly that name's NumPy dtype."""
+
     dtype: str
     array: np.ndarray
+
+    def __post_init__(self) -> None:
+        if DTYPES.get(self.dtype) != self.array.dtype:
+            raise TypeError(f"a {self.dtype[:40]} tensor cannot hold an array of dtype {self.array.dtype}")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -145,6 +155,10 @@ class _Decoder:
         if nbytes > len(self.blob) - self.offset:
             raise MalformedValue("tensor shape disagrees with the bytes sent")
         array = np.frombuffer(self.blob, dtype=dtype, count=numel, offset=self.offset).reshape(shape)
+        # A bool is one byte, 0 or 1: NumPy would keep a 2 as it is, True to its operations and 2 to a view
+        # (`mask.view(np.uint8).sum()`), so that one value would answer two ways.
+        if dtype_name == "bool" and numel and int(array.view(np.uint8).max()) > 1:
+            raise MalformedValue("bool tensor with a byte that is neither 0 nor 1")
         self.offset += nbytes
         return Tensor(dtype_name, array)
 

@@ -4,7 +4,8 @@ Body layout: manifest length (u32, big-endian) | manifest (UTF-8 JSON) | array b
 the manifest names the arrays. Nodes:
   {"t": "none"} {"t": "bool", "v": b} {"t": "int", "v": "123"} {"t": "float", "v": "0x1.8p+1"}
   {"t": "str", "v": s} {"t": "list"|"tuple", "items": [...]} {"t": "dict", "items": [[key, node]]}
-  {"t": "tensor", "dtype": name, "shape": [..]}          (bytes follow in the array section)
+  {"t": "tensor", "dtype": name, "shape": [..]}   (its elements' own bit patterns follow in the array
+                                                   section: protocol.WIRE_DTYPES names the dtypes)
   {"t": "opaque", "type": name}      (anything else: only its type's name)
 The trusted side checks every count again; nothing here is taken on trust there.
 """
@@ -18,13 +19,18 @@ import numpy as np
 import protocol
 import torch
 
-# torch dtype -> (wire name, numpy dtype used for the bytes)
+# torch dtype -> (wire name, NumPy dtype of the bytes sent). Every tensor goes as its own bit pattern, never
+# widened: those NumPy cannot hold (bfloat16, fp8) as a view of the integer type of their size, which the
+# trusted side reads back as the dtype itself (ml_dtypes), so that a bfloat16 never passes for a float32.
 DTYPES: dict[torch.dtype, tuple[str, str]] = {
+    torch.float8_e4m3fn: ("float8_e4m3fn", "<u1"),
+    torch.float8_e5m2: ("float8_e5m2", "<u1"),
+    torch.float8_e4m3fnuz: ("float8_e4m3fnuz", "<u1"),
+    torch.float8_e5m2fnuz: ("float8_e5m2fnuz", "<u1"),
+    torch.float8_e8m0fnu: ("float8_e8m0fnu", "<u1"),
     torch.float16: ("float16", "<f2"),
-    torch.bfloat16: ("bfloat16", "<f4"),  # numpy has no bfloat16: widened, exactly, to float32
+    torch.bfloat16: ("bfloat16", "<i2"),
     torch.float32: ("float32", "<f4"),
-    torch.float8_e4m3fn: ("float8_e4m3fn", "<f4"),  # fp8: widened, exactly, to float32
-    torch.float8_e5m2: ("float8_e5m2", "<f4"),
     torch.float64: ("float64", "<f8"),
     torch.complex64: ("complex64", "<c8"),
     torch.complex128: ("complex128", "<c16"),
@@ -33,7 +39,15 @@ DTYPES: dict[torch.dtype, tuple[str, str]] = {
     torch.int32: ("int32", "<i4"),
     torch.int64: ("int64", "<i8"),
     torch.uint8: ("uint8", "<u1"),
+    torch.uint16: ("uint16", "<u2"),
+    torch.uint32: ("uint32", "<u4"),
+    torch.uint64: ("uint64", "<u8"),
     torch.bool: ("bool", "|b1"),
+}
+# The dtypes sent as bits, and the torch integer type of the same size that they are viewed as.
+BITS: dict[torch.dtype, torch.dtype] = {
+    torch.bfloat16: torch.int16,
+    **{dtype: torch.uint8 for dtype in DTYPES if DTYPES[dtype][0].startswith("float8_")},
 }
 NUMPY_DTYPES = {
     np.dtype(np.float16): "float16",
@@ -46,8 +60,15 @@ NUMPY_DTYPES = {
     np.dtype(np.int32): "int32",
     np.dtype(np.int64): "int64",
     np.dtype(np.uint8): "uint8",
+    np.dtype(np.uint16): "uint16",
+    np.dtype(np.uint32): "uint32",
+    np.dtype(np.uint64): "uint64",
     np.dtype(np.bool_): "bool",
 }
+if {name for name, _ in DTYPES.values()} != set(protocol.WIRE_DTYPES) or any(
+    np.dtype(bits).itemsize != protocol.WIRE_DTYPES[name] for name, bits in DTYPES.values()
+):
+    raise ImportError("values.DTYPES disagrees with protocol.WIRE_DTYPES")
 
 MAX_DEPTH = protocol.MAX_VALUE_DEPTH
 MAX_NODES = protocol.MAX_VALUE_NODES
@@ -86,11 +107,15 @@ class _Encoder:
         scalar = _scalar(value, kind)
         if scalar is not None:
             return scalar
-        if kind is list or kind is tuple:
-            iterator = list.__iter__(value) if kind is list else tuple.__iter__(value)  # type: ignore[arg-type]
+        # A tuple, list or dict of a subclass (a namedtuple, torch.return_types, torch.Size, an OrderedDict)
+        # is taken as what it is made of: read through the base type's own methods, which no subclass can
+        # change, it travels as a plain tuple, list or dict.
+        if isinstance(value, (list, tuple)) and not isinstance(value, torch.Tensor):
+            is_list = isinstance(value, list)
+            iterator = list.__iter__(value) if is_list else tuple.__iter__(value)  # type: ignore[arg-type]
             items = [self.node(item, depth + 1) for item in iterator]
-            return {"t": "list" if kind is list else "tuple", "items": items}
-        if kind is dict:
+            return {"t": "list" if is_list else "tuple", "items": items}
+        if isinstance(value, dict):
             pairs = []
             for key, item in dict.items(value):  # type: ignore[arg-type]
                 if type(key) is not str:
@@ -135,10 +160,10 @@ class _Encoder:
                 tensor = tensor.resolve_conj()
             if tensor.is_neg():
                 tensor = tensor.resolve_neg()
-            if np_dtype == "<f4" and tensor.dtype != torch.float32:  # bfloat16, fp8
-                tensor = tensor.to(torch.float32)
-            array = tensor.contiguous().numpy().astype(np_dtype, copy=False)
-        self.add_array(array.tobytes())
+            if tensor.dtype in BITS:
+                tensor = tensor.view(BITS[tensor.dtype])
+            array = tensor.contiguous().numpy()
+        self.add_array(_wire_bytes(array, np_dtype))
         return {"t": "tensor", "dtype": name, "shape": shape}
 
     def ndarray(self, value: np.ndarray) -> dict:
@@ -149,9 +174,16 @@ class _Encoder:
         if self.total + value.nbytes > self.max_bytes:
             raise TooLarge(value.nbytes)
         _check_shape([int(s) for s in value.shape])
-        array = np.ascontiguousarray(value).astype(dtype.newbyteorder("<"), copy=False)
-        self.add_array(array.tobytes())
+        self.add_array(_wire_bytes(np.ascontiguousarray(value), dtype.newbyteorder("<").str))
         return {"t": "tensor", "dtype": name, "shape": [int(s) for s in value.shape]}
+
+
+def _wire_bytes(array: np.ndarray, wire_dtype: str) -> bytes:
+    """The array's bytes as the wire carries them: little-endian, and a bool as exactly 0 or 1 (a torch
+    bool viewed from a uint8 can hold a 2, which would equal True on the trusted side and yet fail all())."""
+    if array.dtype == np.bool_:
+        return array.view(np.uint8).astype(np.bool_).tobytes()
+    return array.astype(wire_dtype, copy=False).tobytes()
 
 
 def _scalar(value: object, kind: type) -> dict | None:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values
-from grader.sandboxes.values import DTYPES, Tensor
+from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values, json_number
+from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor
 
 DEFAULT = Tolerance()  # rtol 1e-5, atol 1e-6
 
@@ -155,6 +155,20 @@ def test_non_finite_values_do_not_poison_the_error_summary() -> None:
     d = compare(tensor([np.nan, 1.0, np.inf]), tensor([np.nan, 1.5, 2.0])).details
     assert d["max_abs_error"] == pytest.approx(0.5)  # taken over the pairs where both are finite
     assert d["mismatches"] == 2
+    assert d["nonfinite_mismatches"] == 1 and d["first_nonfinite"] == [2]
+
+
+@pytest.mark.parametrize(
+    ("got", "error"),
+    [([np.nan, np.nan, np.nan], "nan"), ([np.inf, 1.0, 2.0], "inf"), ([1.0, -np.inf, np.nan], "nan")],
+)
+def test_nan_and_infinities_are_counted_never_an_error_of_zero(got: list[float], error: str) -> None:
+    """A visible test whose output is all NaN once showed "Max abs error 0, Max rel error 0"."""
+    d = compare(tensor([1.0, 1.0, 2.0]), tensor(got)).details
+    assert d["reason"] == "values differ"
+    assert d["max_abs_error"] == error and d["max_rel_error"] == error
+    assert d["nonfinite_mismatches"] == d["mismatches"] == sum(not np.isfinite(x) for x in got)
+    assert d["first_nonfinite"] == [next(i for i, x in enumerate(got) if not np.isfinite(x))]
 
 
 # -- shape and dtype -------------------------------------------------------------------------------------
@@ -233,13 +247,27 @@ def test_an_int_where_a_float_is_expected_is_that_number() -> None:
         ("float16", 5e-3, False),
         ("bfloat16", 1e-2, True),  # 2 eps = 1.56e-2
         ("bfloat16", 3e-2, False),
-        ("float8_e4m3fn", 0.2, True),  # 2 eps = 0.25
-        ("float8_e4m3fn", 0.4, False),
+        ("float8_e4m3fn", 0.2, True),  # 2 eps = 0.25 (1.2 is 1.25 in fp8)
+        ("float8_e4m3fn", 0.5, False),
+        ("float8_e4m3fnuz", 0.2, True),
+        ("float8_e4m3fnuz", 0.5, False),
+        ("float8_e5m2", 0.25, True),  # 2 eps = 0.5
+        ("float8_e5m2", 1.0, False),
+        ("float8_e5m2fnuz", 0.25, True),
+        ("float8_e5m2fnuz", 1.0, False),
     ],
 )
 def test_the_default_tolerance_widens_with_the_dtype(dtype: str, error: float, passes: bool) -> None:
     expected, got = tensor([1.0, -2.0], dtype), tensor([1.0 + error, -2.0 * (1 + error)], dtype)
     assert compare(expected, got).passed is passes
+
+
+def test_a_scale_in_float8_e8m0fnu_is_compared_exactly_by_default() -> None:
+    # Its eps is 1: 2 eps would take 2**-100 for 1, and atol 1e-6 2**-99 for 2**-100.
+    assert compare(tensor([1.0, 2.0**-100], "float8_e8m0fnu"), tensor([1.0, 2.0**-100], "float8_e8m0fnu")).passed
+    for got in ([2.0**-100, 2.0**-100], [1.0, 2.0**-99], [2.0, 2.0**-100]):
+        assert not compare(tensor([1.0, 2.0**-100], "float8_e8m0fnu"), tensor(got, "float8_e8m0fnu")).passed
+    assert compare(tensor([1.0], "float8_e8m0fnu"), tensor([2.0], "float8_e8m0fnu"), Tolerance(rtol=1.0)).passed
 
 
 def test_a_tolerance_the_test_gives_is_not_widened() -> None:
@@ -471,3 +499,89 @@ def test_error_summary_is_strict_json_when_it_overflows(expected, got) -> None:
     result = compare(expected, got)
     assert not result.passed
     strict_json(result.details)
+
+
+# -- every wire dtype ---------------------------------------------------------------------------------------
+REAL_FLOATS = sorted(FLOAT_DTYPES - {"complex64", "complex128"})
+
+
+def sample(dtype: str, changed: bool = False) -> Tensor:
+    """[[1, 2], [4, 0.5]] in `dtype` (bools all True); with `changed`, the element [1, 0] made 64 (False)."""
+    if dtype == "bool":
+        values = np.array([[True, True], [not changed, True]])
+    else:
+        values = np.array([[1.0, 2.0], [64.0 if changed else 4.0, 0.5]])
+        values = values + 0j if dtype.startswith("complex") else values
+    return Tensor(dtype, values.astype(DTYPES[dtype]))
+
+
+def plain_numbers(values: list) -> bool:
+    return all(type(value) in (int, float, bool) for value in values)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_every_dtype_compares_and_reports_its_values_as_plain_json(dtype: str) -> None:
+    assert compare(sample(dtype), sample(dtype)).passed
+    result = compare(sample(dtype), sample(dtype, changed=True))
+    assert not result.passed and result.details["reason"] == "values differ"
+    details = strict_json(result.details)
+    assert details["expected"]["dtype"] == details["got"]["dtype"] == dtype
+    [mismatch] = details["first_mismatches"]
+    assert mismatch["index"] == [1, 0]
+    if dtype.startswith("complex"):
+        assert (mismatch["expected"], mismatch["got"]) == ("(4+0j)", "(64+0j)")
+        return
+    assert plain_numbers(details["expected"]["sample"]) and plain_numbers(details["got"]["sample"])
+    if dtype == "bool":
+        assert (mismatch["expected"], mismatch["got"]) == (True, False)
+    else:
+        assert (mismatch["expected"], mismatch["got"]) == (4, 64)
+        assert type(mismatch["got"]) is (float if dtype in FLOAT_DTYPES else int)
+    if dtype in FLOAT_DTYPES:
+        assert details["max_abs_error"] == 60.0
+        assert details["error_heatmap"] == [[0.0, 0.0], [60.0, 0.0]]
+    else:
+        assert "error_heatmap" not in details and "max_abs_error" not in details
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_a_tensor_of_one_dtype_never_equals_one_of_another(dtype: str) -> None:
+    for other in DTYPES:
+        if other != dtype:
+            result = compare(sample(dtype), sample(other))
+            assert not result.passed and result.details["reason"] == f"dtype {other} instead of {dtype}"
+
+
+@pytest.mark.parametrize("dtype", REAL_FLOATS)
+def test_nan_matches_only_nan_and_an_infinity_only_itself_in_every_float_dtype(dtype: str) -> None:
+    def t(*values: float) -> Tensor:
+        return Tensor(dtype, np.array(values).astype(DTYPES[dtype]))
+
+    assert compare(t(math.nan, 1.0), t(math.nan, 1.0)).passed
+    assert not compare(t(math.nan, 1.0), t(1.0, 1.0), Tolerance(rtol=100.0, atol=100.0)).passed
+    assert not compare(t(1.0, 1.0), t(math.nan, 1.0), Tolerance(rtol=100.0, atol=100.0)).passed
+    strict_json(compare(t(math.nan, 1.0), t(1.0, 1.0)).details)
+    if np.isinf(t(math.inf).array.astype(np.float64)[0]):  # fp8 types other than e5m2 have no infinity
+        assert compare(t(math.inf), t(math.inf)).passed
+        assert not compare(t(math.inf), t(-math.inf)).passed
+        assert not compare(t(math.inf), t(448.0), Tolerance(rtol=100.0, atol=100.0)).passed
+
+
+@pytest.mark.parametrize("dtype", REAL_FLOATS)
+def test_a_narrow_float_is_shown_as_the_shortest_decimal_that_is_the_same_value(dtype: str) -> None:
+    kind = DTYPES[dtype].type
+    size = DTYPES[dtype].itemsize
+    # every pattern of a byte; 2,000 drawn from the wider ones
+    if size == 1:
+        patterns = np.arange(256, dtype=np.uint8)
+    else:
+        patterns = np.random.default_rng(0).integers(0, 256**size, 2000, dtype=f"<u{size}", endpoint=False)
+    for value in patterns.view(DTYPES[dtype]):
+        shown = json_number(value)
+        if math.isnan(float(value)) or math.isinf(float(value)):
+            assert shown in ("nan", "inf", "-inf")
+        else:
+            assert type(shown) is float and kind(shown) == value, (dtype, value, shown)
+            assert np.array(shown).astype(DTYPES[dtype]).tobytes() == np.array(value).tobytes()
+    if dtype in ("bfloat16", "float16", "float32"):
+        assert json_number(kind(0.1)) == 0.1  # not 0.10009765625, bfloat16's exact value

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from grader.grading.checkers import get
+from grader.grading.expressions import as_input, as_value, compile_expression
+from grader.grading.torchlike import TORCH
 from grader.problems.registry import ProblemError, parse_problem
-from grader.sandboxes.values import Tensor
+from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor
 
 TOLERANCE = get("tolerance")
 
@@ -147,3 +149,100 @@ tests:
         holds:
           - "EXPRESSION"
 """
+
+
+# -- every wire dtype, as itself ----------------------------------------------------------------------------
+def evaluate(text: str, **names):  # type: ignore[no-untyped-def]
+    return compile_expression(text).evaluate({key: as_input(value) for key, value in names.items()})
+
+
+def of(dtype: str) -> Tensor:
+    values = np.array([[1.0, 2.0], [4.0, 0.5]])
+    values = values + 0j if dtype.startswith("complex") else values
+    return Tensor(dtype, values.astype(DTYPES[dtype]))
+
+
+def test_the_torch_namespace_names_every_wire_dtype_and_torchs_aliases() -> None:
+    for name, dtype in DTYPES.items():
+        assert getattr(TORCH, name) == dtype
+    aliases = {"half": "float16", "float": "float32", "double": "float64", "cfloat": "complex64"}
+    aliases |= {"cdouble": "complex128", "short": "int16", "int": "int32", "long": "int64"}
+    for alias, name in aliases.items():
+        assert getattr(TORCH, alias) == DTYPES[name]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_dtype_is_the_tensors_own(dtype: str) -> None:
+    x = of(dtype)
+    assert evaluate(f"x.dtype == torch.{dtype}", x=x) is True
+    for other in DTYPES:
+        assert evaluate(f"x.dtype == torch.{other}", x=x) is (other == dtype)
+    assert evaluate("x.dtype != torch.float32", x=x) is (dtype != "float32")
+    assert evaluate("x.is_floating_point()", x=x) is (dtype in FLOAT_DTYPES and not dtype.startswith("complex"))
+    assert evaluate("x.is_complex()", x=x) is dtype.startswith("complex")
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_conversions_work_on_every_dtype_and_give_back_wire_tensors(dtype: str) -> None:
+    x = of(dtype)
+    want = np.array([[1, 2], [4, 0.5]], dtype=np.float64).astype(DTYPES[dtype]).astype(np.float64)
+    if dtype == "bool":
+        want = np.ones((2, 2))
+    for text, name in [("x.double()", "float64"), ("x.float()", "float32"), ("x.to(torch.float64)", "float64")]:
+        if dtype.startswith("complex"):
+            text = text.replace("x.", "x.real.")
+        value = as_value(evaluate(text, x=x), None)
+        assert isinstance(value, Tensor) and value.dtype == name
+        np.testing.assert_array_equal(value.array.astype(np.float64), want)
+    for target in DTYPES:
+        if dtype.startswith("complex") and not target.startswith("complex"):
+            continue  # as in torch, a complex tensor is not cast to a real one implicitly
+        value = as_value(evaluate(f"x.to(torch.{target})", x=x), of(target))
+        assert isinstance(value, Tensor) and value.dtype == target and value.array.dtype == DTYPES[target]
+    for text in ("x.to('cpu')", "x.to('cpu', torch.bfloat16)", "x.to(dtype=torch.bfloat16)", "x.bfloat16()"):
+        value = as_value(evaluate(text, x=x), None)
+        assert value.dtype == ("bfloat16" if "bfloat16" in text else dtype)
+    assert as_value(evaluate("x.to(y)", x=x, y=of("float16")), None).dtype == "float16"
+
+
+@pytest.mark.parametrize("dtype", sorted(FLOAT_DTYPES - {"complex64", "complex128"}))
+def test_arithmetic_and_reductions_keep_a_narrow_dtype_as_torch_does(dtype: str) -> None:
+    x = of(dtype)
+    assert as_value(evaluate("x * 2", x=x), None).dtype == dtype
+    assert as_value(evaluate("abs(x) + x", x=x), None).dtype == dtype
+    assert as_value(evaluate("x.max()", x=x), None) == 4.0  # a 0-d result against no tensor: a number
+    assert as_value(evaluate("x.max()", x=x), x).dtype == dtype  # against a tensor: a 0-d tensor
+    assert evaluate("x.double().sum().item()", x=x) == 7.5
+    assert evaluate("torch.tensor(1.5, dtype=torch.bfloat16).dtype == torch.bfloat16") is True
+
+
+@pytest.mark.parametrize("bad", ["str", "dict", "[('a', 'f4')]", "1", "(1, 2)"])
+def test_to_takes_only_a_dtype_a_tensor_can_have(bad: str) -> None:
+    # No conversion builds what no tensor is (text, objects, records), whatever its size.
+    with pytest.raises(TypeError):
+        evaluate(f"x.to({bad})", x=of("float32"))
+    for dtype in (bad, "'float32'", "'U100000000'"):  # torch takes no dtype by its name either
+        with pytest.raises(TypeError):
+            evaluate(f"torch.tensor([1.0], dtype={dtype})")
+
+
+def test_a_holds_that_the_weights_are_float32_is_false_for_bfloat16_weights() -> None:
+    """Issue 24's forgery: bfloat16 weights used to arrive widened to float32 and pass this check."""
+    check = {"weight": {"holds": ["weight.dtype == torch.float32"]}}
+    weight = np.random.default_rng(0).normal(size=(4, 3))
+    float32 = {"weight": Tensor("float32", weight.astype(np.float32))}
+    bfloat16 = {"weight": Tensor("bfloat16", weight.astype(DTYPES["bfloat16"]))}
+    assert compare(float32, float32, check).passed
+    result = compare(float32, bfloat16, check)
+    assert not result.passed and "weight.dtype == torch.float32" in result.details["reason"]
+    assert compare(float32, bfloat16, {"weight": {"holds": ["weight.dtype == torch.bfloat16"]}}).passed
+
+
+def test_an_expected_value_in_another_dtype_is_not_relabelled_as_the_submissions() -> None:
+    """`expect:` gives the float32 value; a submission that returned it rounded to bfloat16 has the wrong dtype
+    (the expression's result used to be named after the submission's dtype when their bytes agreed)."""
+    x = np.linspace(-1, 1, 12, dtype=np.float32)
+    got = {"x": Tensor("float32", x), "y": Tensor("bfloat16", x.astype(DTYPES["bfloat16"]))}
+    result = compare(got, got, {"y": {"expect": "x * 1"}})
+    assert not result.passed and result.details["reason"] == "dtype bfloat16 instead of float32"
+    assert compare(got, got, {"y": {"expect": "(x * 1).to(torch.bfloat16)"}}).passed

@@ -48,6 +48,7 @@ SHARED_CONSTANTS = [
     "MAX_DIM",
     "MAX_ELEMENTS",
     "MAX_MANIFEST_DEPTH",
+    "WIRE_DTYPES",
 ]
 
 

@@ -13,8 +13,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from grader.sandboxes import protocol
 from grader.sandboxes.values import (
     DTYPES,
+    FLOAT_DTYPES,
     MAX_DEPTH,
     MAX_INT_DIGITS,
     MAX_NODES,
@@ -23,6 +25,7 @@ from grader.sandboxes.values import (
     MalformedValue,
     Tensor,
     decode_value,
+    wire_name,
 )
 
 
@@ -38,12 +41,16 @@ def sample_array(dtype_name: str, shape: tuple[int, ...]) -> np.ndarray:
     dtype = DTYPES[dtype_name]
     count = math.prod(shape)
     base = np.arange(count, dtype=np.float64) - count // 2
-    if dtype.kind == "b":
+    if dtype_name == "bool":
         data = base.astype(np.int64) % 3 == 0
-    elif dtype.kind == "c":
+    elif dtype_name.startswith("complex"):
         data = base * 0.5 - 1j * base
-    elif dtype.kind == "f":
+    elif dtype_name == "float8_e8m0fnu":  # powers of two only
+        data = 2.0 ** (base % 8 - 3)
+    elif dtype_name in FLOAT_DTYPES:
         data = base * 0.25
+    elif dtype_name.startswith("uint"):
+        data = base + count
     else:
         data = base
     return data.astype(dtype).reshape(shape)
@@ -150,7 +157,7 @@ def test_tensor_round_trip(make_body, tensor_node, dtype_name: str, shape: tuple
     assert got.dtype == dtype_name
     assert got.shape == shape
     assert got.array.dtype == DTYPES[dtype_name]
-    np.testing.assert_array_equal(got.array, array)
+    assert got.array.tobytes() == array.tobytes()  # bit for bit (NaN included)
 
 
 def test_every_dtype_is_tested() -> None:
@@ -158,6 +165,9 @@ def test_every_dtype_is_tested() -> None:
     assert set(DTYPES) == {
         "float8_e4m3fn",
         "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
         "float16",
         "bfloat16",
         "float32",
@@ -169,8 +179,12 @@ def test_every_dtype_is_tested() -> None:
         "int32",
         "int64",
         "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
         "bool",
     }
+    assert {name: DTYPES[name].itemsize for name in DTYPES} == protocol.WIRE_DTYPES
 
 
 def test_tensor_bytes_are_little_endian(make_body, tensor_node) -> None:
@@ -204,10 +218,82 @@ def test_several_tensors_take_their_bytes_in_manifest_order(make_body, tensor_no
     np.testing.assert_array_equal(got["c"][0].array, third)
 
 
-def test_bfloat16_arrives_widened_to_float32(make_body, tensor_node) -> None:
-    got = decode_value(make_body(tensor_node("bfloat16", [2]), np.array([1.0, -2.5], dtype="<f4")))
-    assert got.dtype == "bfloat16"
-    assert got.array.dtype == np.dtype("<f4")
+# -- every dtype arrives as itself -----------------------------------------------------------------------
+def test_each_wire_name_is_one_numpy_dtype_and_no_two_share_one() -> None:
+    for name, dtype in DTYPES.items():
+        assert wire_name(dtype) == name
+        assert [other for other in DTYPES if DTYPES[other] == dtype] == [name]
+    assert wire_name(np.dtype("q")) == wire_name(np.dtype("l")) == "int64"  # two spellings of one dtype
+    assert wire_name(np.dtype("<U4")) is None and wire_name(np.dtype("float128")) is None
+
+
+# The bit pattern torch gives 1.0 in each dtype, and a pattern that only that dtype reads so (torch 2.13).
+KNOWN_BITS = {
+    "bfloat16": (b"\x80\x3f", {b"\x80\x7f": math.inf, b"\xc1\x7f": math.nan, b"\x80\x3d": 0.0625}),
+    "float8_e4m3fn": (b"\x38", {b"\x7e": 448.0, b"\x7f": math.nan, b"\x80": -0.0}),
+    "float8_e5m2": (b"\x3c", {b"\x7c": math.inf, b"\x7b": 57344.0, b"\x7f": math.nan}),
+    "float8_e4m3fnuz": (b"\x40", {b"\x7f": 240.0, b"\x80": math.nan}),
+    "float8_e5m2fnuz": (b"\x40", {b"\x7f": 57344.0, b"\x80": math.nan}),
+    "float8_e8m0fnu": (b"\x7f", {b"\x00": 2.0**-127, b"\x80": 2.0, b"\xff": math.nan}),
+}
+
+
+@pytest.mark.parametrize("dtype_name", sorted(KNOWN_BITS))
+def test_a_dtype_numpy_lacks_arrives_as_itself_from_its_bit_pattern(make_body, tensor_node, dtype_name: str) -> None:
+    one, others = KNOWN_BITS[dtype_name]
+    body = make_body(tensor_node(dtype_name, [1 + len(others)]), one + b"".join(others))
+    got = decode_value(body)
+    assert got.dtype == dtype_name and got.array.dtype == DTYPES[dtype_name]
+    assert got.array.dtype not in (np.dtype("f2"), np.dtype("f4"), np.dtype("f8"))
+    values = got.array.astype(np.float64)
+    assert values[0] == 1.0
+    for value, want in zip(values[1:], others.values(), strict=True):
+        assert (math.isnan(value) and math.isnan(want)) or (
+            value == want and math.copysign(1, value) == math.copysign(1, want)
+        )
+
+
+@pytest.mark.parametrize("dtype_name", sorted(KNOWN_BITS))
+def test_every_bit_pattern_of_a_dtype_numpy_lacks_survives(make_body, tensor_node, dtype_name: str) -> None:
+    size = protocol.WIRE_DTYPES[dtype_name]
+    assert size <= 2  # every pattern of a narrow dtype: 65,536 at most
+    patterns = np.arange(256**size, dtype=f"<u{size}")
+    got = decode_value(make_body(tensor_node(dtype_name, [patterns.size]), patterns))
+    assert got.array.view(f"<u{size}").tobytes() == patterns.tobytes()
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_the_bytes_of_a_tensor_are_exactly_shape_times_its_itemsize(make_body, tensor_node, dtype_name: str) -> None:
+    itemsize = protocol.WIRE_DTYPES[dtype_name]
+    decode_value(make_body(tensor_node(dtype_name, [3]), b"\x00" * 3 * itemsize))
+    for wrong in (3 * itemsize - 1, 3 * itemsize + 1, 3 * 4 if itemsize != 4 else 3 * 8):
+        with pytest.raises(MalformedValue):
+            decode_value(make_body(tensor_node(dtype_name, [3]), b"\x00" * wrong))
+
+
+def test_a_bfloat16_is_not_a_float32(make_body, tensor_node) -> None:
+    got = decode_value(make_body(tensor_node("bfloat16", [2]), b"\x80\x3f\x20\xc0"))
+    assert got.dtype == "bfloat16" and got.array.dtype != np.dtype("float32")
+    assert got.array.astype(np.float64).tolist() == [1.0, -2.5]
+    # The body of the old format (bfloat16 widened to float32 bytes) is refused, not read as other numbers.
+    with pytest.raises(MalformedValue):
+        decode_value(make_body(tensor_node("bfloat16", [2]), np.array([1.0, -2.5], dtype="<f4")))
+
+
+def test_a_tensor_holds_only_an_array_of_its_own_dtype() -> None:
+    Tensor("bfloat16", np.zeros(2, DTYPES["bfloat16"]))
+    for name, array in [("bfloat16", np.zeros(2, "f4")), ("float32", np.zeros(2, DTYPES["bfloat16"])),
+                        ("uint8", np.zeros(2, bool)), ("complex32", np.zeros(2, "c8"))]:  # fmt: skip
+        with pytest.raises(TypeError):
+            Tensor(name, array)
+
+
+@pytest.mark.parametrize("byte", [2, 0x80, 0xFF])
+def test_a_bool_byte_other_than_0_or_1_is_malformed(make_body, tensor_node, byte: int) -> None:
+    # NumPy would keep the byte: True to its operations, and 2 to a view of the bytes.
+    with pytest.raises(MalformedValue, match="neither 0 nor 1"):
+        decode_value(make_body(tensor_node("bool", [3]), bytes([1, byte, 0])))
+    assert decode_value(make_body(tensor_node("bool", [3]), bytes([1, 1, 0]))).array.tolist() == [True, True, False]
 
 
 # -- malformed: every one raises MalformedValue, never anything else ---------------------------------------
@@ -297,7 +383,11 @@ def _node_cases() -> list:
         # dtypes outside the list
         (t("object", [0]), "dtype-object"),
         (t("float128", [0]), "dtype-float128"),
-        (t("uint16", [0]), "dtype-uint16"),
+        (t("complex32", [0]), "dtype-complex32"),
+        (t("float4_e2m1fn_x2", [0]), "dtype-float4"),
+        (t("float8_e4m3b11fnuz", [0]), "dtype-fp8-torch-lacks"),
+        (t("int4", [0]), "dtype-int4"),
+        (t("qint8", [0]), "dtype-quantized"),
         (t("<f4", [0]), "dtype-numpy-spelling"),
         (t("torch.float32", [0]), "dtype-torch-spelling"),
         (t("FLOAT32", [0]), "dtype-wrong-case"),
