@@ -39,6 +39,8 @@ disable_created_metrics()
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 # One phase of one submission: most take milliseconds.
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 10.0)
+# One webhook attempt: milliseconds to a receiver nearby, up to GRADER_WEBHOOK_TIMEOUT_S (at most 120 s).
+WEBHOOK_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0)
 
 
 class Metrics:
@@ -92,6 +94,26 @@ class Metrics:
         )
         self.phase_samples = Counter(
             "torchjudge_phase_samples", "Submissions whose phases were recorded", registry=self.registry
+        )
+        self.webhook_attempts = Counter(
+            "torchjudge_webhook_attempts",
+            "Webhook attempts made by this process, by outcome: delivered (2xx), rejected (another status, 3xx"
+            " included: redirects are not followed), timeout (cut at GRADER_WEBHOOK_TIMEOUT_S), error (no HTTP"
+            " answer), refused (the address is no longer acceptable)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.webhook_deliveries = Counter(
+            "torchjudge_webhook_deliveries",
+            "Webhook deliveries ended by this process: delivered, or failed (retried for GRADER_WEBHOOK_RETRY_S)",
+            ["result"],
+            registry=self.registry,
+        )
+        self.webhook_seconds = Histogram(
+            "torchjudge_webhook_attempt_seconds",
+            "Time one webhook attempt took, from its lookup to the receiver's answer (or the deadline)",
+            buckets=WEBHOOK_BUCKETS,
+            registry=self.registry,
         )
         self.registry.register(_StateCollector(db, queue_depth, pool_status))
 

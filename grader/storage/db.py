@@ -100,6 +100,20 @@ class UploadedProblem(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class WebhookMessage(Base):
+    """A verdict's webhook body, built once and sent byte for byte on every attempt of its delivery, with
+    the delivery's id; kept while the delivery is pending. `grading` is the submission's `attempts` when
+    the verdict was made: a regrade's new verdict has another, and so a message of its own."""
+
+    __tablename__ = "webhook_messages"
+
+    submission_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    grading: Mapped[int] = mapped_column(Integer)
+    message_id: Mapped[str] = mapped_column(String(64))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})

@@ -1,19 +1,22 @@
-"""Data access for webhook deliveries: which verdicts are due, and how each delivery went."""
+"""Data access for webhook deliveries: which verdicts are due, the message each delivery sends, and how
+each delivery went."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from grader.grading.verdict import FINAL
-from grader.storage.db import Submission, utcnow
+from grader.storage.db import Submission, WebhookMessage, utcnow
 
 
 def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> list[str]:
     """Final submissions whose webhook is due, each claimed for claim_s (a conditional UPDATE: of several
-    processes looking at once, one takes each)."""
+    processes looking at once, one takes each). First attempts before retries, so that receivers that
+    keep failing (or answer slowly) do not hold the others' first try back."""
     now = utcnow()
     due = session.execute(
         select(Submission.id, Submission.webhook_next_at)
@@ -22,7 +25,7 @@ def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> 
             Submission.status.in_([status.value for status in FINAL]),
             or_(Submission.webhook_next_at.is_(None), Submission.webhook_next_at <= now),
         )
-        .order_by(Submission.finished_at)
+        .order_by(Submission.webhook_attempts, Submission.finished_at)
         .limit(limit)
     ).all()
     claimed = []
@@ -40,13 +43,51 @@ def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> 
     return claimed
 
 
+def webhook_message(
+    session: Session, *, submission_id: str, grading: int, build: Callable[[], tuple[str, bytes]]
+) -> tuple[str, bytes]:
+    """The (delivery id, body) of a verdict's webhook: as stored by an earlier attempt, or built now and
+    stored. A message stored for an earlier verdict of the same submission (before a regrade) is replaced."""
+    stored = session.get(WebhookMessage, submission_id)
+    if stored is not None and stored.grading == grading:
+        return stored.message_id, stored.body
+    message_id, body = build()
+    if stored is None:
+        session.add(WebhookMessage(submission_id=submission_id, grading=grading, message_id=message_id, body=body))
+    else:
+        stored.grading, stored.message_id, stored.body, stored.created_at = grading, message_id, body, utcnow()
+    session.commit()
+    return message_id, body
+
+
 def record_webhook(
-    session: Session, *, submission_id: str, status: str, attempts: int, error: str | None, next_at: datetime | None
-) -> None:
-    session.execute(
+    session: Session,
+    *,
+    submission_id: str,
+    grading: int,
+    status: str,
+    attempts: int,
+    error: str | None,
+    next_at: datetime | None,
+) -> bool:
+    """Stores how an attempt went, unless the submission was regraded meanwhile (queued again, or graded
+    since: its delivery is the new verdict's); False then. A delivery that ended (delivered, or failed)
+    drops its message."""
+    recorded = session.execute(
         update(Submission)
-        .where(Submission.id == submission_id)
+        .where(
+            Submission.id == submission_id,
+            Submission.attempts == grading,
+            Submission.status.in_([final.value for final in FINAL]),
+        )
         .values(webhook_status=status, webhook_attempts=attempts, webhook_error=error, webhook_next_at=next_at)
         .execution_options(synchronize_session=False)
     )
+    if status != "pending":
+        session.execute(
+            delete(WebhookMessage)
+            .where(WebhookMessage.submission_id == submission_id, WebhookMessage.grading == grading)
+            .execution_options(synchronize_session=False)
+        )
     session.commit()
+    return recorded.rowcount == 1  # type: ignore[attr-defined]

@@ -1,184 +1,229 @@
 """Webhooks: a submission's final verdict POSTed to its `callback_url`, signed, retried with backoff for a
 bounded time, its delivery state kept on the submission.
 
-The signature is `X-Torchjudge-Signature: sha256=<hex HMAC-SHA256 of the body, keyed with
-GRADER_WEBHOOK_SECRET>`. No server-side request forgery: a URL is http or https, and every address its
-host resolves to must be global (not loopback, private, link-local, shared, reserved, multicast...),
-unless the host is listed in GRADER_WEBHOOK_ALLOWED_HOSTS; checked when the submission is made and again
-at each delivery, which then connects to the very address it checked (no second lookup to rebind).
-Redirects are never followed: a 3xx is a failed attempt.
+Signed the Standard Webhooks way (https://www.standardwebhooks.com/): `webhook-id` (one per delivery,
+the same on every retry), `webhook-timestamp` (the attempt's unix seconds) and `webhook-signature`
+(`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`), plus, for receivers written before,
+`X-Torchjudge-Signature: sha256=<hex HMAC-SHA256 of the body>`. The body is built once per delivery
+and stored (grader/storage/webhook_data.py), so every retry sends the same bytes; it is the verdict as
+GET /api/submissions/{id} shows it, without the `webhook` field (the delivery's own state).
+
+Attempts run on GRADER_WEBHOOK_CONCURRENCY threads per process, each within GRADER_WEBHOOK_TIMEOUT_S
+from the host's lookup to the answer's last byte (grader/submissions/webhook_http.py), so a receiver
+that answers slowly holds one thread for at most that long; where a callback may point is
+grader/submissions/callbacks.py's to say, at intake and again at every attempt.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
-import http.client
-import ipaddress
 import json
 import logging
-import socket
+import queue
 import ssl
+import threading
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
+from uuid import uuid4
 
 from grader.background import BackgroundLoop
 from grader.config import Settings
+from grader.grading.verdict import FINAL, Status
+from grader.metrics import Metrics
 from grader.problems.registry import Registry
 from grader.storage import crud, webhook_data
 from grader.storage.db import Database
+from grader.submissions import callbacks
+from grader.submissions.callbacks import Lookups
 from grader.submissions.public import read_submission
 from grader.submissions.submitters import Refused
+from grader.submissions.webhook_http import post
 
 log = logging.getLogger(__name__)
 
-MAX_URL = 2048
 SIGNATURE_HEADER = "X-Torchjudge-Signature"
-CLAIM_S = 60.0  # a delivery being attempted is claimed this long: no second process sends it meanwhile
-MAX_ERROR = 500
+MAX_ERROR = 500  # what is kept of an attempt's error: a receiver's bytes may be part of it
+CLAIM_MARGIN_S = 30.0  # a claim outlasts the attempt's deadline by this much: no second process sends it meanwhile
 
 
 def sign(secret: str, body: bytes) -> str:
+    """`X-Torchjudge-Signature`: the body's HMAC-SHA256, keyed with the secret's UTF-8 bytes."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast
-
-
-def resolve(url: str, settings: Settings) -> tuple[str, str, int, str]:
-    """(scheme, host, port, address to connect to) of an acceptable callback URL; Refused (422) otherwise."""
-    if len(url) > MAX_URL:
-        raise Refused(422, f"callback_url: longer than {MAX_URL} characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise Refused(422, "callback_url: not a URL") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Refused(422, "callback_url: an http:// or https:// URL with a host is required")
-    if parts.username or parts.password:
-        raise Refused(422, "callback_url: credentials in the URL are not accepted")
-    host = parts.hostname
-    port = port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise Refused(422, f"callback_url: its host does not resolve ({exc})") from None
-    addresses = [str(info[4][0]) for info in infos]
-    allowed = host.lower() in settings.webhook_hosts
-    if not allowed and (not addresses or any(_internal(address) for address in addresses)):
-        raise Refused(
-            422,
-            f"callback_url: {host} resolves to an internal address"
-            " (list it in GRADER_WEBHOOK_ALLOWED_HOSTS to allow it)",
-        )
-    return parts.scheme, host, port, addresses[0]
+def standard_signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
+    """`webhook-signature`, version 1 of Standard Webhooks' symmetric scheme."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 def check_callback(url: str | None, settings: Settings) -> str | None:
-    """The callback URL of a new submission, checked; None when there is none."""
+    """The callback URL of a new submission, checked (its host resolved); None when there is none."""
     if url is None:
         return None
     if not settings.webhook_secret:
         raise Refused(422, "callback_url: webhooks are off on this server (no GRADER_WEBHOOK_SECRET)")
-    resolve(url, settings)
+    callbacks.check(url, settings)
     return url
 
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """HTTPS to an address already checked, with the certificate checked against the host's name."""
-
-    def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._address = address
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+def _bounded(text: str) -> str:
+    """An error as stored and logged: printable, and at most MAX_ERROR characters."""
+    printable = "".join(char if char.isprintable() else "?" for char in text[: MAX_ERROR + 1])
+    return printable if len(printable) <= MAX_ERROR else printable[: MAX_ERROR - 3] + "..."
 
 
-def post(url: str, body: bytes, settings: Settings) -> int:
-    """POSTs the body once; the response's status. Raises Refused for a URL no longer acceptable and
-    OSError (or http.client's errors) for a receiver that does not answer."""
-    scheme, host, port, address = resolve(url, settings)
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+@dataclass(frozen=True)
+class Attempt:
+    """How one attempt went: delivered, rejected (a non-2xx status), timeout, error or refused."""
+
+    outcome: str
+    error: str | None = None
+
+
+def attempt(
+    url: str, message_id: str, body: bytes, settings: Settings, lookups: Lookups, tls: ssl.SSLContext
+) -> Attempt:
+    """One attempt of a delivery: the URL checked again (DNS may have changed), then the POST, all
+    within GRADER_WEBHOOK_TIMEOUT_S."""
     timeout = settings.webhook_timeout_s
-    connection: http.client.HTTPConnection = (
-        _PinnedHTTPS(host, address, port, timeout)
-        if scheme == "https"
-        else http.client.HTTPConnection(address, port, timeout=timeout)
-    )
+    deadline = time.monotonic() + timeout
+    timestamp = int(time.time())
+    headers = [
+        ("Content-Type", "application/json"),
+        ("User-Agent", "torchjudge-webhook"),
+        ("Connection", "close"),
+        ("webhook-id", message_id),
+        ("webhook-timestamp", str(timestamp)),
+        ("webhook-signature", standard_signature(settings.webhook_signing_key, message_id, timestamp, body)),
+        (SIGNATURE_HEADER, sign(settings.webhook_secret, body)),
+    ]
     try:
-        connection.request(
-            "POST",
-            path,
-            body=body,
-            headers={
-                "Host": parts.netloc.rsplit("@", 1)[-1],
-                "Content-Type": "application/json",
-                "User-Agent": "torchjudge-webhook",
-                SIGNATURE_HEADER: sign(settings.webhook_secret, body),
-            },
-        )
-        response = connection.getresponse()
-        response.read(64 * 1024)
-        return response.status
-    finally:
-        connection.close()
+        callback = callbacks.resolve(callbacks.parse(url), settings, lookups, deadline)
+        status = post(callback, headers, body, deadline, tls)
+    except Refused as refused:
+        return Attempt("refused", refused.detail)
+    except TimeoutError as exc:
+        return Attempt("timeout", _bounded(f"{exc} ({timeout:g} s)"))
+    except Exception as exc:  # the receiver is down or speaks no HTTP: tried again later
+        return Attempt("error", _bounded(f"{type(exc).__name__}: {exc}"))
+    if 200 <= status < 300:
+        return Attempt("delivered")
+    redirect = " (redirects are not followed)" if 300 <= status < 400 else ""
+    return Attempt("rejected", f"the receiver answered {status}{redirect}")
+
+
+class _NotFinal(Exception):
+    """The submission was regraded between its claim and its attempt: its new verdict is delivered later."""
 
 
 class Deliverer(BackgroundLoop):
-    """Delivers due webhooks: at once after a verdict (kick), and retries with backoff from a background
-    thread, for at most GRADER_WEBHOOK_RETRY_S after the verdict; then the delivery is marked failed."""
+    """Delivers due webhooks: at once after a verdict (kick), and retries with backoff, for at most
+    GRADER_WEBHOOK_RETRY_S after the verdict; then the delivery is marked failed. This loop claims due
+    deliveries, never more than there are free senders, and GRADER_WEBHOOK_CONCURRENCY sender threads
+    make the attempts: nothing waits in memory beyond one claim per sender."""
 
     thread_name = "webhooks"
 
-    def __init__(self, settings: Settings, db: Database, registry: Registry) -> None:
+    def __init__(self, settings: Settings, db: Database, registry: Registry, metrics: Metrics | None = None) -> None:
         self.settings = settings
         self.db = db
         self.registry = registry
+        self.metrics = metrics
+        self.lookups = Lookups(2 * settings.webhook_concurrency)
+        self._ready: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._busy = 0
+        self._lock = threading.Lock()
+        self._senders: list[threading.Thread] = []
+        self._tls: ssl.SSLContext | None = None
         super().__init__()
+
+    def start(self) -> None:
+        self._tls = ssl.create_default_context()  # certificates checked against the URL's host name
+        for number in range(self.settings.webhook_concurrency):
+            sender = threading.Thread(target=self._send_loop, name=f"webhook-sender-{number}", daemon=True)
+            sender.start()
+            self._senders.append(sender)
+        super().start()
+
+    def stop(self) -> None:
+        super().stop()
+        for _sender in self._senders:
+            self._ready.put(None)
+        until = time.monotonic() + 2.0  # an attempt in flight ends by its own deadline: not waited for here
+        for sender in self._senders:
+            sender.join(timeout=max(0.0, until - time.monotonic()))
 
     def run_once(self) -> bool:
         try:
-            self.deliver_due()
+            return self._claim()
         except Exception:  # the database may be away for a moment: try again
-            log.exception("delivering webhooks failed")
-        return False
+            log.exception("claiming webhooks failed")
+            return False
 
-    def deliver_due(self) -> int:
-        """Attempts every delivery that is due; how many were attempted."""
+    def _claim(self) -> bool:
+        with self._lock:
+            free = self.settings.webhook_concurrency - self._busy
+        if free <= 0:
+            return False  # a sender that finishes kicks the loop
         with self.db.session() as session:
-            due = webhook_data.claim_due_webhooks(session, claim_s=CLAIM_S)
+            due = webhook_data.claim_due_webhooks(
+                session, claim_s=self.settings.webhook_timeout_s + CLAIM_MARGIN_S, limit=free
+            )
+        with self._lock:
+            self._busy += len(due)
         for submission_id in due:
-            self.deliver(submission_id)
-        return len(due)
+            self._ready.put(submission_id)
+        return len(due) == free
 
-    def deliver(self, submission_id: str) -> None:
+    def _send_loop(self) -> None:
+        while (submission_id := self._ready.get()) is not None:
+            try:
+                self.deliver(submission_id)
+            except Exception:  # the database may be away: the claim runs out and it is tried again
+                log.exception("delivering the webhook of %s failed", submission_id)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                self.kick()
+
+    def _build(self, submission_id: str) -> tuple[str, bytes]:
         view = read_submission(self.db, self.registry, submission_id)
+        if view is None or view.public.status not in FINAL:
+            raise _NotFinal(submission_id)
+        public = view.public.model_dump(mode="json", exclude={"webhook"})
+        return f"msg_{uuid4().hex}", json.dumps(public, separators=(",", ":")).encode()
+
+    def deliver(self, submission_id: str) -> Attempt | None:
+        """One attempt of a claimed delivery, recorded; None when there was nothing to deliver."""
         with self.db.session() as session:
             submission = crud.get_submission(session, submission_id=submission_id)
-            if view is None or submission is None or submission.callback_url is None:
-                return
-            url, attempts, finished_at = submission.callback_url, submission.webhook_attempts, submission.finished_at
-        body = json.dumps(view.public.model_dump(mode="json"), separators=(",", ":")).encode()
-        error = None
-        try:
-            status = post(url, body, self.settings)
-            if not 200 <= status < 300:
-                error = f"the receiver answered {status}"
-        except Refused as refused:
-            error = refused.detail
-        except Exception as exc:  # the receiver is down, slow or odd: tried again later
-            error = f"{type(exc).__name__}: {exc}"
-        self._record(submission_id, attempts + 1, error, finished_at)
+            if submission is None or submission.callback_url is None or Status(submission.status) not in FINAL:
+                return None
+            url, attempts, grading = submission.callback_url, submission.webhook_attempts, submission.attempts
+            finished_at = submission.finished_at
+            try:
+                message_id, body = webhook_data.webhook_message(
+                    session, submission_id=submission_id, grading=grading, build=lambda: self._build(submission_id)
+                )
+            except _NotFinal:
+                return None
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        started = time.monotonic()
+        result = attempt(url, message_id, body, self.settings, self.lookups, self._tls)
+        if self.metrics is not None:
+            self.metrics.webhook_seconds.observe(time.monotonic() - started)
+            self.metrics.webhook_attempts.labels(result.outcome).inc()
+        self._record(submission_id, grading, attempts + 1, result.error, finished_at)
+        return result
 
-    def _record(self, submission_id: str, attempts: int, error: str | None, finished_at: datetime | None) -> None:
+    def _record(
+        self, submission_id: str, grading: int, attempts: int, error: str | None, finished_at: datetime | None
+    ) -> None:
         now = datetime.now(UTC)
         finished = finished_at if finished_at is None or finished_at.tzinfo else finished_at.replace(tzinfo=UTC)
         give_up = finished is not None and now - finished > timedelta(seconds=self.settings.webhook_retry_s)
@@ -189,12 +234,15 @@ class Deliverer(BackgroundLoop):
         else:
             status, next_at = "pending", now + timedelta(seconds=min(300.0, 2.0 ** min(attempts, 9)))
         with self.db.session() as session:
-            webhook_data.record_webhook(
+            recorded = webhook_data.record_webhook(
                 session,
                 submission_id=submission_id,
+                grading=grading,
                 status=status,
                 attempts=attempts,
-                error=error[:MAX_ERROR] if error else None,
+                error=error,
                 next_at=next_at,
             )
+        if recorded and status != "pending" and self.metrics is not None:
+            self.metrics.webhook_deliveries.labels(status).inc()
         log.info("webhook of %s: %s (attempt %d)%s", submission_id, status, attempts, f": {error}" if error else "")

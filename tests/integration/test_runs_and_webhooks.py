@@ -76,18 +76,16 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Componen
 
 
 # -- runs ---------------------------------------------------------------------------------------------
-def test_a_run_of_a_wrong_solution_on_ones_own_test_shows_expected_against_got(service) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_of_a_wrong_solution_on_ones_own_input_shows_expected_against_got(service) -> None:  # type: ignore[no-untyped-def]
     _components, client = service
-    test = "layer = create_embedding_layer(7, 4)\nreturn {'out': embed_tokens(layer, torch.tensor([1, 2]), 4)}"
-    response = client.post(
-        "/api/runs", json={"problem_id": "embedding-layer", "source": UNSCALED, "tests": [{"code": test}]}
-    )
+    inputs = {"vocab_size": 7, "d_model": 4, "tokens": [[1, 2]]}
+    response = client.post("/api/runs", json={"problem_id": "embedding-layer", "source": UNSCALED, "inputs": inputs})
     assert response.status_code == 200, response.text
     run = response.json()
-    assert run["status"] == "wrong_answer"
+    assert run["status"] == "wrong_answer" and run["kind"] == "custom"
     (result,) = run["tests"]
-    assert result["name"] == "your test 1" and result["status"] == "failed"
-    assert result["expected"]["out"]["shape"] == [2, 4] and result["got"]["out"]["shape"] == [2, 4]
+    assert result["name"] == "your tokens" and result["status"] == "failed"
+    assert result["expected"]["out"]["shape"] == [1, 2, 4] and result["got"]["out"]["shape"] == [1, 2, 4]
     assert result["expected"]["out"]["sample"] != result["got"]["out"]["sample"]
     assert result["details"]["max_abs_error"] > 0
     assert client.get("/api/me/submissions").status_code in (404, 401), "a run is not a submission"
@@ -106,15 +104,22 @@ def test_a_run_on_the_visible_tests_prints_what_the_code_printed(service) -> Non
     assert all(test["expected"] is not None and test["got"] is not None for test in run["tests"])
 
 
-def test_a_custom_test_that_does_not_compile_is_its_compile_error(service) -> None:  # type: ignore[no-untyped-def]
+def test_an_input_the_reference_cannot_take_says_so_and_shows_what_the_code_did(service) -> None:  # type: ignore[no-untyped-def]
+    # num_heads must divide d_model: the declaration cannot say so, the reference raises, and the run says
+    # it did without a word of the reference's message or traceback.
     _components, client = service
-    tests = [{"code": "return {'out': 1}"}, {"name": "broken", "code": "x = (\nreturn 1"}]
-    run = client.post(
-        "/api/runs", json={"problem_id": "embedding-layer", "source": EMBEDDING.reference, "tests": tests}
-    ).json()
-    assert run["status"] == "compile_error"
-    assert [test["status"] for test in run["tests"]] == ["passed", "error"]
-    assert run["tests"][1]["message"].startswith("compile error: ") and run["tests"][1]["line"] == 1
+    problem = parse_problem((PROBLEMS_DIR / "multi-head-attention.yaml").read_text(), "multi-head-attention.yaml")
+    inputs = {"d_model": 5, "num_heads": 2, "x": [[[1.0, 0.0, 1.0, 0.0, 1.0]]]}
+    source = "def create_multi_head_attention(d_model, num_heads):\n    raise ValueError('mine: ' + str(d_model))\n"
+    run = client.post("/api/runs", json={"problem_id": problem.id, "source": source, "inputs": inputs}).json()
+    assert run["status"] == "internal_error", run
+    assert run["message"].startswith("the reference solution fails on these inputs (it raises ")
+    (test,) = run["tests"]
+    assert test["status"] == "error" and "mine: 5" in test["message"], "the code's own error is shown"
+    assert test["expected"] is None
+    shown = str(run)
+    lines = [line.strip() for line in problem.reference.splitlines() if len(line.strip()) > 20]
+    assert lines and not [line for line in lines if line in shown], "nothing of the reference's code"
 
 
 # -- webhooks -----------------------------------------------------------------------------------------
@@ -145,6 +150,15 @@ def test_the_verdict_arrives_at_the_callback_signed(service) -> None:  # type: i
         assert headers["X-Torchjudge-Signature"] == expected
         delivered = json.loads(body)
         assert delivered["id"] == verdict["id"] and delivered["status"] == "accepted"
+        # The public view, as GET answers it: the hidden tests as a count, never one status each.
+        hidden = [test for test in delivered["tests"] if not test["visible"]]
+        assert hidden and all(test["status"] is None for test in hidden)
+        assert delivered["hidden"] == {
+            "total": len(hidden),
+            "passed": len(hidden),
+            "first_failed": None,
+            "per_test": False,
+        }
         _until(lambda: client.get(f"/api/submissions/{verdict['id']}").json()["webhook"]["status"] == "delivered")
     finally:
         receiver.close()
