@@ -9,9 +9,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from grader.api.admin import admin_router
+from grader.api.edge import CORS_EXPOSED, CORS_HEADERS, CORS_METHODS, DeclaredBodies, EdgeMiddleware
 from grader.api.events import events_router
 from grader.api.forwarded import ForwardedMiddleware
 from grader.api.health import health_router
@@ -52,6 +54,23 @@ def create_app(settings: Settings | None = None, components: Components | None =
     )
     # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
     app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
+    # Before any body is read: cross-site state-changing requests (403) and the wrong content type (415).
+    allowed = settings.cors_allowed
+    app.add_middleware(
+        EdgeMiddleware,
+        public_origin=settings.public_origin,
+        allowed_origins=frozenset(allowed),
+        media_for=DeclaredBodies(app),
+    )
+    if allowed:  # around the refusals above, so that an allowed page can read them
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=allowed,
+            allow_methods=list(CORS_METHODS),
+            allow_headers=list(CORS_HEADERS),
+            expose_headers=list(CORS_EXPOSED),
+            max_age=600,
+        )
     # Outermost: the client's address, as a trusted proxy names it (GRADER_TRUSTED_PROXIES).
     app.add_middleware(ForwardedMiddleware, proxies=settings.proxies)
     app.state.waiters = waiter_slots(settings.max_waiters)

@@ -9,15 +9,19 @@ replaced or deleted here (409): the file wins.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from grader.api.deps import ComponentsDep, is_admin
+from grader.api.edge import YAML_TYPES
+from grader.api.schemas import shown
 from grader.components import Components
 from grader.problems.check import CheckReport, SandboxUnavailable
 from grader.problems.registry import MAX_PROBLEM_BYTES
@@ -25,7 +29,11 @@ from grader.problems.uploads import CheckTimeout, Uploaded, UploadRefused
 
 log = logging.getLogger(__name__)
 
-YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain"}
+# An upload's check runs sandboxes, for minutes: in threads of its own, never in the server's shared pool
+# (which every plain `def` route needs). Uploads are checked one at a time anyway (Uploads.lock); an upload
+# waiting its turn holds no thread.
+_CHECKS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-check")
+
 
 admin_router = APIRouter(tags=["admin"])
 
@@ -35,6 +43,9 @@ class ProblemStored(BaseModel):
     title: str
     version: str
     created: bool
+    checked: bool = Field(
+        True, description="false when the file is the version already served: not checked again, nothing stored"
+    )
     check: CheckReport
 
 
@@ -54,10 +65,11 @@ def _require_admin(request: Request, components: Components) -> Components:
 
 
 async def _yaml_body(request: Request) -> str:
+    # EdgeMiddleware refuses other types before the route runs; checked again so that the route stands alone.
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type not in YAML_TYPES:
-        sent = media_type or "no content type"
-        raise HTTPException(415, f"send the problem file as application/yaml or text/plain, not {sent}")
+        sent = shown(media_type) if media_type else "no content type"
+        raise HTTPException(415, f"send the problem file as application/yaml, not {sent}")
     raw = await request.body()
     if len(raw) > MAX_PROBLEM_BYTES:
         raise HTTPException(413, f"a problem file is at most {MAX_PROBLEM_BYTES} bytes")
@@ -78,7 +90,8 @@ async def _store(components: Components, text: str, source: str, path_id: str | 
     """Validates, checks in sandboxes and stores one upload: POST when path_id is None, else PUT."""
     try:
         # Off the event loop: a large file takes a while to parse, and the check runs sandboxes.
-        uploaded: Uploaded = await run_in_threadpool(components.uploads.put, text, source, path_id)
+        put = _CHECKS.submit(components.uploads.put, text, source, path_id)
+        uploaded: Uploaded = await asyncio.wrap_future(put)
     except UploadRefused as refused:
         return _refused(refused.status, refused.errors, refused.report)
     except SandboxUnavailable as exc:
@@ -90,6 +103,7 @@ async def _store(components: Components, text: str, source: str, path_id: str | 
         title=uploaded.problem.problem.title,
         version=uploaded.problem.version,
         created=uploaded.created,
+        checked=uploaded.checked,
         check=uploaded.report,
     )
     return JSONResponse(
@@ -103,7 +117,7 @@ _YAML_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "the problem file (docs/problems.md); `grader problems schema` prints its JSON Schema",
-        "content": {"application/yaml": {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
+        "content": {media: {"schema": {"type": "string"}} for media in sorted(YAML_TYPES)},
     }
 }
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -111,7 +125,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"description": "uploads are off: no GRADER_ADMIN_TOKEN is configured"},
     409: {"description": "the id is taken (POST), or defined by a file in the problems directory"},
     413: {"description": "the file is too large"},
-    415: {"description": "not sent as application/yaml or text/plain"},
+    415: {"description": "not sent as application/yaml (or application/x-yaml, text/yaml)"},
     422: {"description": "the file does not validate or fails its check: `errors` lists file:line: field: message"},
     503: {"description": "no sandbox to check the problem in (or, under Celery, the broker does not answer)"},
     504: {"description": "under Celery: no worker finished the check in GRADER_UPLOAD_CHECK_TIMEOUT_S; nothing stored"},
@@ -156,8 +170,8 @@ async def delete_problem(problem_id: str, request: Request, components: Componen
     deleted = await run_in_threadpool(components.uploads.delete, problem_id)
     if not deleted:
         if components.registry.file_problem(problem_id) is not None:
-            raise HTTPException(409, f"problem {problem_id!r} is defined by a file; remove the file instead")
-        raise HTTPException(404, f"no uploaded problem {problem_id!r}")
+            raise HTTPException(409, f"problem {shown(problem_id)} is defined by a file; remove the file instead")
+        raise HTTPException(404, f"no uploaded problem {shown(problem_id)}")
     return Response(status_code=204)
 
 
@@ -172,9 +186,9 @@ async def regrade_problem(problem_id: str, request: Request, components: Compone
     _require_admin(request, components)
     problem = components.registry.get(problem_id)
     if problem is None:
-        raise HTTPException(404, f"no problem {problem_id!r}")
+        raise HTTPException(404, f"no problem {shown(problem_id)}")
     try:
         count = await run_in_threadpool(components.regrade, problem_id)
     except KeyError:
-        raise HTTPException(404, f"no problem {problem_id!r}") from None
+        raise HTTPException(404, f"no problem {shown(problem_id)}") from None
     return Regrade(problem_id=problem_id, version=problem.version, requeued=count)

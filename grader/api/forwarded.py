@@ -7,6 +7,10 @@ per-client limits (anonymous submitters' rate limit, runs) count real clients, n
 other peer both headers are ignored: a client cannot choose its own address. uvicorn's own proxy
 headers are off (grader/api/server.py): it would trust 127.0.0.1 without being told.
 
+From a trusted proxy, X-Forwarded-Proto and X-Forwarded-Host (the last entry of each) are also kept, in
+the scope under FORWARDED_ORIGIN, as the scheme and host the client used: grader/api/edge.py compares a
+browser's Origin with them.
+
 Entries are IP addresses, networks (CIDR) or host names; a name is looked up again every NAME_TTL_S (in a
 compose stack the proxy's address is known by its service name only, and changes when it is recreated).
 """
@@ -24,6 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 log = logging.getLogger(__name__)
 
 NAME_TTL_S = 30.0
+# The scope key of (scheme, host) as a trusted proxy names them, each None where it names none.
+FORWARDED_ORIGIN = "torchjudge.forwarded_origin"
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -99,6 +105,18 @@ def forwarded_client(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def _last(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    values = [value for key, value in headers if key.lower() == name]
+    last = values[-1].decode("latin-1").split(",")[-1].strip() if values else ""
+    return last or None
+
+
+def forwarded_origin(headers: list[tuple[bytes, bytes]]) -> tuple[str | None, str | None]:
+    """The scheme (http or https) and host a trusted proxy names, from X-Forwarded-Proto and -Host."""
+    proto = (_last(headers, b"x-forwarded-proto") or "").lower()
+    return (proto if proto in ("http", "https") else None), _last(headers, b"x-forwarded-host")
+
+
 class ForwardedMiddleware:
     def __init__(self, app: ASGIApp, proxies: list[str]) -> None:
         self.app = app
@@ -108,6 +126,7 @@ class ForwardedMiddleware:
         client = scope.get("client")
         if self.proxies and scope["type"] in ("http", "websocket") and client and await self.proxies.trusts(client[0]):
             address = forwarded_client(scope["headers"])
+            scope = {**scope, FORWARDED_ORIGIN: forwarded_origin(scope["headers"])}
             if address is not None:
-                scope = {**scope, "client": (address, 0)}
+                scope["client"] = (address, 0)
         await self.app(scope, receive, send)

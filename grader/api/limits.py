@@ -71,7 +71,8 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, f"request body over {cap} bytes")
 
 
-async def _answer(send: Send, status: int, detail: str) -> None:
+async def json_answer(send: Send, status: int, detail: str) -> None:
+    """A JSON `{"detail": ...}` answer that closes the connection (the request's body is left unread)."""
     body = json.dumps({"detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), CLOSE]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -98,6 +99,13 @@ def _has_body(scope: Scope, length: int | None) -> bool:
     return any(name.lower() == b"transfer-encoding" for name, _ in scope["headers"])
 
 
+def has_body(scope: Scope) -> bool:
+    """Whether the request announces a body: a Content-Length other than 0 (an invalid one included), or
+    a Transfer-Encoding."""
+    valid, length = _content_length(scope)
+    return not valid or _has_body(scope, length)
+
+
 class BodyLimitMiddleware:
     """Caps every HTTP request's body at `cap_for(method, path)` bytes, while it is read."""
 
@@ -112,10 +120,10 @@ class BodyLimitMiddleware:
         cap = self.cap_for(scope["method"], scope["path"])
         valid, length = _content_length(scope)
         if not valid:
-            await _answer(send, 400, "invalid Content-Length")
+            await json_answer(send, 400, "invalid Content-Length")
             return
         if length is not None and length > cap:
-            await _answer(send, 413, f"request body over {cap} bytes")
+            await json_answer(send, 413, f"request body over {cap} bytes")
             return
         guard = _BodyGuard(cap, receive, send, body_done=not _has_body(scope, length))
         try:
@@ -131,7 +139,7 @@ class BodyLimitMiddleware:
                 raise
             # Whatever the app made of the exception it got from receive(), the answer is the 413.
         if guard.tripped and not guard.started:
-            await _answer(send, 413, f"request body over {cap} bytes")
+            await json_answer(send, 413, f"request body over {cap} bytes")
 
 
 class _BodyGuard:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 
 from grader.api.deps import RegistryDep
+from grader.api.schemas import shown
 from grader.problems.public import ProblemPublic, ProblemSummary, problem_public, problem_summary
 
 problems_router = APIRouter(tags=["problems"])
@@ -19,5 +20,5 @@ def list_problems(registry: RegistryDep) -> list[ProblemSummary]:
 def get_problem(problem_id: str, registry: RegistryDep) -> ProblemPublic:
     problem = registry.get(problem_id)
     if problem is None:
-        raise HTTPException(404, f"no problem {problem_id!r}")
+        raise HTTPException(404, f"no problem {shown(problem_id)}")
     return problem_public(problem)

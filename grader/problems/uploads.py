@@ -41,6 +41,7 @@ class Uploaded:
     problem: LoadedProblem
     created: bool
     report: CheckReport
+    checked: bool = True  # False: the very version already served, neither checked again nor stored
 
 
 def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, source: str) -> CheckReport:
@@ -97,7 +98,8 @@ class Uploads:
         current = self.registry.get(loaded.id)
         if current is not None and current.version == loaded.version:
             # The same content again: already checked and stored, nothing to do.
-            return Uploaded(loaded, False, CheckReport(source=source, problem_id=loaded.id, version=loaded.version))
+            report = CheckReport(source=source, problem_id=loaded.id, version=loaded.version)
+            return Uploaded(loaded, False, report, checked=False)
         with self.lock:
             report = self.check(text, source)
             if not report.ok:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +46,10 @@ class Server:
         raise AssertionError(f"no {field} in /proc/{self.process.pid}/status")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("http-data")
+@contextmanager
+def serving(data: Path, **settings: str) -> Iterator[Server]:
+    """A server on a free port, with the suite's settings and `settings` (GRADER_* names without the
+    prefix, in lower case) on top; stopped on exit."""
     port = free_port()
     env = {
         **os.environ,
@@ -60,6 +62,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "GRADER_ADMIN_TOKEN": ADMIN_TOKEN,
         "GRADER_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
         "GRADER_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
+        **{f"GRADER_{name.upper()}": value for name, value in settings.items()},
     }
     log = data / "server.log"
     with log.open("wb") as output:
@@ -85,3 +88,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory.mktemp("http-data")) as running:
+        yield running

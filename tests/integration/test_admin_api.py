@@ -172,7 +172,9 @@ def test_upload_grade_replace_regrade_and_delete(admin_client: TestClient) -> No
     assert new_version != stored["version"]
     kept = admin_client.get(f"/api/submissions/{verdict['id']}").json()
     assert kept["status"] == "accepted" and kept["problem_version"] == stored["version"]
-    assert admin_client.put("/api/problems/life-demo", content=tripled, headers=AUTH).status_code == 200  # no-op
+    unchanged = admin_client.put("/api/problems/life-demo", content=tripled, headers=AUTH)
+    assert unchanged.status_code == 200 and unchanged.json()["checked"] is False  # the same version: said so
+    assert second.json()["checked"] is True
 
     response = admin_client.post("/api/problems/life-demo/regrade", headers=AUTH)
     assert response.status_code == 202

@@ -84,7 +84,8 @@ def test_with_api_keys_a_submission_needs_a_valid_key(make_client: MakeClient) -
         assert response.headers["WWW-Authenticate"] == "Bearer"
         assert "API key" in response.json()["detail"]
     # 401 comes before the body is even read: an anonymous caller learns nothing about the API.
-    assert client.post("/api/submissions", content=b"\xff").status_code == 401
+    json_type = {"Content-Type": "application/json"}  # what a body of another type gets is 415, before anything
+    assert client.post("/api/submissions", content=b"\xff", headers=json_type).status_code == 401
     assert _post(client, ALICE).status_code == 202
     response = _post(client, None, **{"X-API-Key": BOB})
     assert response.status_code == 202

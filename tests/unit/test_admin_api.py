@@ -92,10 +92,19 @@ def test_a_body_that_is_not_yaml_text_is_415(client: TestClient, problem_yaml) -
     assert "application/yaml" in response.json()["detail"]
 
 
-def test_text_plain_is_accepted_as_yaml(client: TestClient, problem_yaml, mutate) -> None:
+@pytest.mark.parametrize("media", ["application/yaml; charset=utf-8", "application/x-yaml", "TEXT/YAML"])
+def test_each_yaml_type_is_accepted(client: TestClient, problem_yaml, mutate, media: str) -> None:
     text = mutate(problem_yaml, "difficulty: easy", "difficulty: trivial")
-    response = client.post("/api/problems", content=text, headers={**AUTH, "Content-Type": "text/plain; charset=utf-8"})
+    response = client.post("/api/problems", content=text, headers={**AUTH, "Content-Type": media})
     assert response.status_code == 422  # parsed: refused for its content, not its type
+
+
+@pytest.mark.parametrize("media", ["text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded"])
+def test_what_a_cross_site_form_sends_is_not_yaml(client: TestClient, problem_yaml, media: str) -> None:
+    """text/plain was once taken as YAML; a form on any page can send it, so no longer."""
+    response = client.post("/api/problems", content=problem_yaml, headers={**AUTH, "Content-Type": media})
+    assert response.status_code == 415
+    assert "application/yaml" in response.json()["detail"]
 
 
 def test_a_huge_body_is_413(client: TestClient) -> None:
