@@ -17,6 +17,13 @@ from typing import Any
 
 current_submission: ContextVar[str | None] = ContextVar("current_submission", default=None)
 
+# Every record is bounded, whatever went into it: a message or an exception may carry what a sandbox or
+# a client sent (a key's name, a value in an error's text), and the log is a file on some host's disk.
+# Beyond these, the start and the end are kept (the end of a traceback names the exception).
+MAX_MESSAGE_CHARS = 8 * 1024
+MAX_EXCEPTION_CHARS = 16 * 1024
+MAX_EXTRA_CHARS = 1024
+
 # What every LogRecord has; anything else on a record came in through `extra=` and is worth printing.
 _STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
@@ -24,6 +31,14 @@ _STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None)
     "submission_id",
     "taskName",
 }
+
+
+def bounded(text: str, limit: int) -> str:
+    """text, or its first and last limit/2 characters around a note of how many were cut."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} [... {len(text) - 2 * half} characters cut ...] {text[-half:]}"
 
 
 @contextmanager
@@ -53,7 +68,7 @@ class JsonFormatter(logging.Formatter):
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": bounded(record.getMessage(), MAX_MESSAGE_CHARS),
         }
         submission_id = getattr(record, "submission_id", None)
         if submission_id is not None:
@@ -62,11 +77,13 @@ class JsonFormatter(logging.Formatter):
         entry["thread"] = record.threadName
         for key, value in record.__dict__.items():
             if key not in _STANDARD_ATTRIBUTES and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = (
+                    value if isinstance(value, int | float | bool | None) else bounded(str(value), MAX_EXTRA_CHARS)
+                )
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = bounded(self.formatException(record.exc_info), MAX_EXCEPTION_CHARS)
         if record.stack_info:
-            entry["stack"] = self.formatStack(record.stack_info)
+            entry["stack"] = bounded(self.formatStack(record.stack_info), MAX_EXCEPTION_CHARS)
         # default=str: a stray object in `extra=` must not cost the log line.
         return json.dumps(entry, default=str, ensure_ascii=False)
 
@@ -74,6 +91,16 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = bounded(record.message, MAX_MESSAGE_CHARS)
+        return super().formatMessage(record)
+
+    def formatException(self, ei) -> str:  # type: ignore[no-untyped-def]  # noqa: N802 - logging's name
+        return bounded(super().formatException(ei), MAX_EXCEPTION_CHARS)
+
+    def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name
+        return bounded(super().formatStack(stack_info), MAX_EXCEPTION_CHARS)
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)

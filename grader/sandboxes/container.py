@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import docker
 from docker.errors import DockerException, NotFound
-from docker.types import Ulimit
+from docker.types import LogConfig, Ulimit
 
 from grader import phases
 from grader.config import Settings
@@ -92,6 +92,13 @@ GVISOR_PIDS_FACTOR = 8
 GVISOR_EXTRA_MEMORY_MB = 1024
 
 
+def no_host_logs() -> LogConfig:
+    """The log driver of every container the service creates: none. What a container writes reaches the
+    trusted side over its attach stream only, bounded there; the engine's default (json-file) would also
+    keep every byte of it in a file on the host until the container goes, whatever its size."""
+    return LogConfig(type=LogConfig.types.NONE)
+
+
 def docker_client() -> docker.DockerClient:
     return docker.from_env(version="auto", timeout=60)
 
@@ -142,6 +149,7 @@ class SandboxContainer:
             runtime=settings.sandbox_runtime,
             ipc_mode="private",
             sysctls=ipc_sysctls(settings),
+            log_config=no_host_logs(),
             # When the grader goes away (even by kill -9) the attach stream closes, the runner sees
             # EOF on stdin and exits; the engine then removes the container, so none is left behind.
             auto_remove=True,

@@ -84,7 +84,8 @@ def parse_header(kind: bytes, raw: bytes) -> protocol._Frame:
         return HEADERS[kind].model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()))
+        # A key's name is the sandbox's to choose (up to the header's cap): cut like the message.
+        where = ".".join(str(part) for part in first.get("loc", ()))[:200]
         message = str(first.get("msg", "invalid"))[:200]
         raise FrameError(f"invalid {kind.decode()} header: {where}: {message}") from None
     except FrameError:

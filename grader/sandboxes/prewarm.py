@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import socket
 import time
 import uuid
@@ -39,13 +40,15 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader.config import Settings
-from grader.sandboxes.container import LABEL, owner_label
+from grader.sandboxes.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs, owner_label
 
 log = logging.getLogger(__name__)
 
 PREWARM = ["python3", "-I", "-B", "/opt/runner/prewarm.py"]
 TIMEOUT_S = 90.0
 MEMORY_HEADROOM_MB = 512
+# What is kept of a prewarm container's stdout: its one line of counts (a few hundred bytes).
+MAX_OUTPUT = 64 * 1024
 
 
 def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bool) -> str:
@@ -68,6 +71,8 @@ def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bo
         ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
         runtime="runc",
         auto_remove=keep,
+        # Its one line of counts is read from the attach stream (_stdout), not from a log on the host.
+        log_config=no_host_logs(),
     )
     created = api.create_container(
         settings.sandbox_image,
@@ -82,6 +87,40 @@ def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bo
         host_config=host_config,
     )
     return str(created["Id"])
+
+
+def _attach(client: docker.DockerClient, container_id: str, stdin: bool) -> tuple[object, socket.socket]:
+    """The container's stdout (and its stdin) over the engine's attach stream: attached before it starts,
+    so that nothing it writes is missed. The response object must be kept with the socket."""
+    params = {"stdout": 1, "stream": 1} | ({"stdin": 1} if stdin else {})
+    response = client.api.attach_socket(container_id, params=params)
+    return response, response._sock  # type: ignore[union-attr]
+
+
+def _stdout(sock: socket.socket, deadline: float, *, line: bool) -> bytes:
+    """What the container writes on its stdout until it ends (EOF), or, with line, until its first
+    newline; at most MAX_OUTPUT bytes. Raises DockerException when the deadline passes first."""
+    raw = bytearray()
+    out = bytearray()
+    while len(out) < MAX_OUTPUT and not (line and b"\n" in out):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DockerException("no answer in time")
+        readable, _, _ = select.select([sock], [], [], remaining)
+        if not readable:
+            continue
+        data = sock.recv(1 << 16)
+        if not data:
+            break
+        raw += data
+        while len(raw) >= DOCKER_STREAM_HEADER.size:
+            stream, size = DOCKER_STREAM_HEADER.unpack_from(raw)
+            if len(raw) < DOCKER_STREAM_HEADER.size + size:
+                break
+            if stream == 1:
+                out += raw[DOCKER_STREAM_HEADER.size : DOCKER_STREAM_HEADER.size + size]
+            del raw[: DOCKER_STREAM_HEADER.size + size]
+    return bytes(out[:MAX_OUTPUT])
 
 
 def _counts(output: bytes) -> dict:
@@ -101,11 +140,13 @@ def prewarm_image(client: docker.DockerClient, settings: Settings, timeout_s: fl
     started = time.monotonic()
     name = f"torchjudge-prewarm-{uuid.uuid4().hex[:12]}"
     container_id = None
+    sock = None
     try:
         container_id = _create(client, settings, name, keep=False)
+        response, sock = _attach(client, container_id, stdin=False)
         client.api.start(container_id)
-        result = client.api.wait(container_id, timeout=timeout_s)
-        output = client.api.logs(container_id, stdout=True, stderr=False)
+        output = _stdout(sock, started + timeout_s, line=False)
+        result = client.api.wait(container_id, timeout=max(1.0, started + timeout_s - time.monotonic()))
         if result.get("StatusCode") != 0:
             raise DockerException(f"exit status {result.get('StatusCode')}: {output[-300:]!r}")
         counts = _counts(output)
@@ -116,6 +157,8 @@ def prewarm_image(client: docker.DockerClient, settings: Settings, timeout_s: fl
         log.warning("could not prewarm the sandbox image (%s); the sandboxes will do it themselves", exc)
         return None
     finally:
+        if sock is not None:
+            sock.close()
         if container_id is not None:
             _remove(client, container_id, name)
 
@@ -147,20 +190,17 @@ class ImageKeeper:
         api = self.client.api
         try:
             self.container_id = _create(self.client, self.settings, self.name, keep=True)
-            # Only stdin: held open for the keeper's lifetime, closed by close() or by this process's end.
-            self._response = api.attach_socket(self.container_id, params={"stdin": 1, "stream": 1})
-            self._sock = self._response._sock  # type: ignore[union-attr]
+            # Its stdin is held open for the keeper's lifetime, closed by close() or by this process's end;
+            # its stdout says once, in one line, that every page is locked.
+            self._response, self._sock = _attach(self.client, self.container_id, stdin=True)
             api.start(self.container_id)
-            while True:
-                output = api.logs(self.container_id, stdout=True, stderr=False)
-                if output.strip():
-                    self.counts = _counts(output)
-                    break
-                if api.inspect_container(self.container_id)["State"]["Status"] not in ("created", "running"):
-                    raise DockerException("the keeper stopped before it was ready")
-                if time.monotonic() - started > timeout_s:
-                    raise DockerException(f"the keeper was not ready within {timeout_s:.0f}s")
-                time.sleep(0.1)
+            try:
+                output = _stdout(self._sock, started + timeout_s, line=True)
+            except DockerException:
+                raise DockerException(f"the keeper was not ready within {timeout_s:g}s") from None
+            if b"\n" not in output:
+                raise DockerException(f"the keeper stopped before it was ready: {output[-300:]!r}")
+            self.counts = _counts(output)
         except Exception:
             self.close()
             raise

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from grader import logs
 from grader.logs import JsonFormatter, SubmissionFilter, TextFormatter, submission_logging
 
 
@@ -83,3 +84,33 @@ def test_text_lines_name_the_submission(capture) -> None:  # type: ignore[no-unt
     with submission_logging("abc123"):
         logger.info("graded")
     assert stream.getvalue().rstrip().endswith("graded [submission abc123]")
+
+
+@pytest.mark.parametrize("formatter", [JsonFormatter, TextFormatter])
+def test_a_record_is_bounded_whatever_went_into_it(capture, formatter) -> None:  # type: ignore[no-untyped-def]
+    """What a sandbox or a client sent may reach a log line (a key's name in an error, a value in an
+    exception's text): the line stays within its bound, with its start and its end."""
+    logger, stream, handler = capture
+    handler.setFormatter(formatter())
+    huge = "start" + "x" * 4_000_000 + "end"
+    try:
+        raise KeyError(huge)
+    except KeyError:
+        logger.exception("sandbox said %s", huge, extra={"said": huge}, stack_info=True)
+    text = stream.getvalue()
+    bound = logs.MAX_MESSAGE_CHARS + 2 * logs.MAX_EXCEPTION_CHARS + logs.MAX_EXTRA_CHARS + 4096
+    assert len(text) < bound, len(text)
+    assert "sandbox said start" in text and "end" in text and "characters cut" in text
+    assert "KeyError" in text
+    if formatter is JsonFormatter:
+        (line,) = text.splitlines()
+        entry = json.loads(line)
+        assert str(entry["exception"]).rstrip().endswith("end'")
+        assert len(str(entry["said"])) <= logs.MAX_EXTRA_CHARS + 100
+
+
+def test_short_records_are_left_whole(capture) -> None:  # type: ignore[no-untyped-def]
+    logger, stream, handler = capture
+    handler.setFormatter(TextFormatter())
+    logger.warning("sandbox %s came back unclean: %r", "x", "y" * 1000)
+    assert stream.getvalue().rstrip().endswith("y" * 1000 + "'") and "cut" not in stream.getvalue()
