@@ -8,8 +8,11 @@ or connection error. The API key, if the server wants one, comes from GRADER_API
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import os
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -19,6 +22,8 @@ from typing import Any, TextIO
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 TIMEOUT_S = 120.0
+RESUMES = 3  # times a dropped event stream is picked up again where it stopped
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MARKS = {
     "passed": "ok  ",
     "failed": "FAIL",
@@ -39,8 +44,10 @@ class Client:
         self.url = url.rstrip("/")
         self.api_key = api_key
 
-    def _request(self, method: str, path: str, body: Any = None, stream: bool = False) -> Any:
-        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+    def _request(
+        self, method: str, path: str, body: Any = None, stream: bool = False, headers: dict[str, str] | None = None
+    ) -> Any:
+        headers = {"Accept": "text/event-stream" if stream else "application/json", **(headers or {})}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -71,55 +78,119 @@ class Client:
         return self._request("POST", path, body)
 
     def events(self, submission_id: str) -> Iterator[tuple[str, Any]]:
-        """The submission's server-sent events, (kind, data), until the verdict."""
-        response = self._request("GET", f"/api/submissions/{submission_id}/events", stream=True)
-        kind, data = "message", []
-        with response:
-            for raw in response:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if line.startswith("event:"):
-                    kind = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].strip())
-                elif not line and data:
-                    yield kind, json.loads("\n".join(data))
-                    kind, data = "message", []
+        """The submission's server-sent events, (kind, data), until the verdict. A stream that drops is
+        resumed (Last-Event-ID) up to RESUMES times: no event comes twice."""
+        last_id: str | None = None
+        for attempt in range(RESUMES + 1):
+            headers = {"Last-Event-ID": last_id} if last_id is not None else {}
+            response = self._request("GET", f"/api/submissions/{submission_id}/events", stream=True, headers=headers)
+            if response.status == 204:  # resumed after the verdict: nothing more
+                response.close()
+                return
+            try:
+                for event_id, kind, data in _parse_events(response):
+                    last_id = event_id if event_id is not None else last_id
+                    yield kind, data
+                    if kind == "verdict":
+                        return
+            except (OSError, http.client.HTTPException):
+                if attempt == RESUMES:
+                    raise ClientError("the event stream broke off; the verdict is at the submission's URL") from None
+            finally:
+                response.close()
 
 
-# -- printing -----------------------------------------------------------------------------------------
+def _parse_events(response: Any) -> Iterator[tuple[str | None, str, Any]]:
+    """(id, kind, decoded data) of each event of a text/event-stream."""
+    event_id, kind, data = None, "message", []
+    for raw in response:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and data:
+            yield event_id, kind, json.loads("\n".join(data))
+            event_id, kind, data = None, "message", []
+
+
+# -- printing: whatever the server sent, as plain text a terminal shows as it is -------------------------
+def _safe(value: Any, limit: int = 4000) -> str:
+    """Text without control characters (an escape sequence would act on the terminal), cut to `limit`."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _test_line(test: dict[str, Any]) -> str:
-    time_ms = f" {test['time_ms']:.0f} ms" if test.get("time_ms") is not None else ""
-    message = f"  {test['message']}" if test.get("message") and test["status"] != "passed" else ""
-    return f"  {MARKS.get(test['status'], test['status'])}  {test['name']}{time_ms}{message}"
+    status = test.get("status")
+    time_ms = test.get("time_ms")
+    took = f" {time_ms:.0f} ms" if isinstance(time_ms, (int, float)) and math.isfinite(time_ms) else ""
+    message = f"  {_safe(test['message'], 300)}" if test.get("message") and status != "passed" else ""
+    return f"  {MARKS.get(status, _safe(status, 8))}  {_safe(test.get('name'), 200)}{took}{message}"
 
 
 def _first_failure(tests: list[dict[str, Any]], out: TextIO) -> None:
-    failing = next((t for t in tests if t.get("visible") and t["status"] not in ("passed", "skipped")), None)
+    failing = next((t for t in tests if t.get("visible") and t.get("status") not in (None, "passed", "skipped")), None)
     if failing is None:
         return
-    print(f"\nfirst failing visible test: {failing['name']}", file=out)
-    details = failing.get("details") or {}
+    print(f"\nfirst failing visible test: {_safe(failing.get('name'), 200)}", file=out)
+    details = failing.get("details") if isinstance(failing.get("details"), dict) else {}
+    if details.get("path"):
+        print(f"  output:   {_safe(details['path'], 200)}", file=out)
+    if details.get("reason"):
+        print(f"  reason:   {_safe(details['reason'], 300)}", file=out)
     expected, got = details.get("expected") or failing.get("expected"), details.get("got") or failing.get("got")
     if expected is not None or got is not None:
-        print(f"  expected: {json.dumps(expected)}", file=out)
-        print(f"  got:      {json.dumps(got)}", file=out)
+        print(f"  expected: {_safe(expected, 2000)}", file=out)
+        print(f"  got:      {_safe(got, 2000)}", file=out)
     for key in ("max_abs_error", "max_rel_error", "first_mismatches"):
         if key in details:
-            print(f"  {key}: {json.dumps(details[key])}", file=out)
+            print(f"  {key}: {_safe(details[key], 2000)}", file=out)
     if failing.get("traceback"):
-        print("  " + failing["traceback"].rstrip().replace("\n", "\n  "), file=out)
+        print("  " + _safe(failing["traceback"], 16_000).rstrip().replace("\n", "\n  "), file=out)
     if failing.get("output"):
-        print("  printed:\n    " + failing["output"].rstrip().replace("\n", "\n    "), file=out)
+        print("  printed:\n    " + _safe(failing["output"], 4200).rstrip().replace("\n", "\n    "), file=out)
+
+
+def _hidden_line(verdict: dict[str, Any]) -> str | None:
+    """The hidden tests in one line, when the verdict does not show them one by one."""
+    hidden = verdict.get("hidden") if isinstance(verdict.get("hidden"), dict) else {}
+    total, passed, first = hidden.get("total"), hidden.get("passed"), hidden.get("first_failed")
+    if not isinstance(total, int) or total <= 0 or hidden.get("per_test") or not isinstance(passed, int):
+        return None
+    mark = MARKS["passed"] if passed == total else MARKS["failed"]
+    line = f"  {mark}  hidden tests: {passed} of {total} passed"
+    return line + (f"; the first that did not: hidden test {first}" if isinstance(first, int) else "")
 
 
 def _summary(verdict: dict[str, Any], out: TextIO) -> None:
-    passed = sum(1 for test in verdict["tests"] if test["status"] == "passed")
-    print(f"\n{verdict['status']}  score {verdict['score']:.3f}  ({passed}/{len(verdict['tests'])} tests)", file=out)
-    if verdict.get("message") and verdict["status"] != "accepted":
-        print(f"  {verdict['message']}", file=out)
+    tests = [test for test in verdict.get("tests") or [] if isinstance(test, dict)]
+    hidden = verdict.get("hidden") if isinstance(verdict.get("hidden"), dict) else {}
+    passed = sum(1 for test in tests if test.get("status") == "passed")
+    if not hidden.get("per_test") and isinstance(hidden.get("passed"), int):
+        passed += hidden["passed"]
+    total = verdict.get("tests_total") if isinstance(verdict.get("tests_total"), int) else len(tests)
+    score = verdict.get("score") if isinstance(verdict.get("score"), (int, float)) else 0.0
+    status = _safe(verdict.get("status"), 40)
+    print(f"\n{status}  score {score:.3f}  ({passed}/{total} tests)", file=out)
+    if verdict.get("message") and status != "accepted":
+        print(f"  {_safe(verdict['message'], 4000)}", file=out)
     if verdict.get("hint"):
-        print(f"  hint: {verdict['hint']}", file=out)
-    _first_failure(verdict["tests"], out)
+        print(f"  hint: {_safe(verdict['hint'], 2000)}", file=out)
+    _first_failure(tests, out)
+
+
+def _print_tests(tests: list[Any], verdict: dict[str, Any], out: TextIO) -> None:
+    """Each test once, in order (a hidden test without a status is told by the hidden tests' line)."""
+    for test in tests:
+        if isinstance(test, dict) and test.get("status") is not None:
+            print(_test_line(test), file=out, flush=True)
+    line = _hidden_line(verdict)
+    if line is not None:
+        print(line, file=out)
 
 
 def submit(client: Client, problem_id: str, source: str, *, run: bool, as_json: bool, out: TextIO = sys.stdout) -> int:
@@ -128,15 +199,16 @@ def submit(client: Client, problem_id: str, source: str, *, run: bool, as_json: 
         if as_json:
             print(json.dumps(result, indent=2), file=out)
         else:
-            for test in result["tests"]:
-                print(_test_line(test), file=out)
+            _print_tests(result.get("tests") or [], result, out)
             _summary(result, out)
         return 0 if result["status"] == "accepted" else 1
     created = client.post("/api/submissions", {"problem_id": problem_id, "source": source})
     verdict = None
+    printed: set[Any] = set()
     for kind, data in client.events(created["id"]):
-        if kind == "test" and not as_json:
-            print(_test_line(data), file=out, flush=True)
+        if kind == "test" and not as_json and isinstance(data, dict) and data.get("index") not in printed:
+            printed.add(data.get("index"))
+            _print_tests([data], {}, out)
         elif kind == "verdict":
             verdict = data
     if verdict is None:
@@ -144,6 +216,11 @@ def submit(client: Client, problem_id: str, source: str, *, run: bool, as_json: 
     if as_json:
         print(json.dumps(verdict, indent=2), file=out)
     else:
+        _print_tests(
+            [t for t in verdict.get("tests") or [] if isinstance(t, dict) and t.get("index") not in printed],
+            verdict,
+            out,
+        )
         print(f"submission {created['id']}: {client.url}/submissions/{created['id']}", file=out)
         _summary(verdict, out)
     return 0 if verdict["status"] == "accepted" else 1
@@ -171,7 +248,7 @@ def show_problem(client: Client, problem_id: str, out: TextIO = sys.stdout) -> i
 
 def main_submit(path: str, problem_id: str, url: str | None, run: bool, as_json: bool) -> int:
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        source = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors save, dropped
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read {path}: {exc}", file=sys.stderr)
         return 2

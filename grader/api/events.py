@@ -1,14 +1,25 @@
 """GET /api/submissions/{id}/events: a submission's progress as server-sent events.
 
-On connect the stream sends the submission's status, then every test already finished, then each new
-test as it lands (`event: test`), and finally the verdict (`event: verdict`, the same JSON as
-GET /api/submissions/{id}) before it closes. A finished submission sends everything at once. A comment
-line goes out every HEARTBEAT_S seconds of silence so that proxies keep the connection open.
+One stream is the submission's history, each event once, in this order, each with an `id:`:
+
+- `status` (id 0 `queued`, id 1 `running`): `{"id", "status", "tests_total"}`. A submission that is
+  already final when the stream starts is replayed: `running`, its tests, its verdict.
+- `test` (id 2 + i for the test at position i): `{"index", "name", "visible", "status", ...}`, one per
+  test in file order, never sent twice; a test's hint comes with the verdict only. A visible test goes out
+  once it and every test before it have finished. A hidden test goes out with the verdict, all of them at
+  once (batched): its progress, with no status unless the problem opts into per-test statuses, and never
+  at a time that would tell how long it ran. The admin's stream (admin token) carries every test whole,
+  as it lands.
+- `verdict` (id 2 + the number of tests): the same JSON as GET /api/submissions/{id}, always the last
+  event; then the stream ends.
+
+A client that reconnects with `Last-Event-ID: N` gets the events after N and nothing it had; one that had
+the verdict gets 204 (which tells an EventSource to stop reconnecting). A comment line goes out every
+HEARTBEAT_S seconds of silence so that proxies keep the connection open.
 
 The worker threads wake the stream through the service's Notifier; the stream then re-reads the stored
-submission and sends what changed, so a missed wake-up costs at most one heartbeat interval, a
-reconnecting client simply gets everything again, and hidden tests go through the same public view
-as the JSON API (status only).
+submission through the same public view as the JSON API and sends what is new, so a missed wake-up costs
+at most one heartbeat interval.
 """
 
 from __future__ import annotations
@@ -16,61 +27,81 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep
+from grader.api.deps import ComponentsDep, is_admin
+from grader.api.schemas import shown
 from grader.api.slots import hold_stream_slot
 from grader.components import Components
-from grader.grading.verdict import FINAL
+from grader.grading.verdict import FINAL, Status
 from grader.submissions.public import SubmissionPublic, read_submission
 
 HEARTBEAT_S = 15.0
 RETRY_MS = 2000  # how long a browser's EventSource waits before reconnecting after a dropped stream
+STATUS_IDS = {Status.QUEUED: 0, Status.RUNNING: 1}
+FIRST_TEST_ID = 2
+MAX_EVENT_ID = 10**9
 
 events_router = APIRouter(tags=["submissions"])
 
-
-def _load(components: Components, submission_id: str) -> tuple[SubmissionPublic, int | None] | None:
-    """The public view of a submission, and how many tests its problem has (None if the problem is gone)."""
-    view = read_submission(components.db, components.registry, submission_id)
-    return (view.public, view.tests_total) if view is not None else None
+Event = tuple[int, str, Any]  # (id, kind, data)
 
 
-def _event(kind: str, data: Any) -> str:
-    # json.dumps never emits a raw newline, so the payload always fits on one `data:` line.
-    return f"event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+def _load(components: Components, submission_id: str, admin: bool) -> SubmissionPublic | None:
+    view = read_submission(components.db, components.registry, submission_id, admin=admin)
+    return view.public if view is not None else None
 
 
-async def stream_submission(components: Components, submission_id: str) -> AsyncIterator[str]:
-    """The events of one submission, ending after its verdict (or if it disappears)."""
+def _event(event_id: int, kind: str, data: Any) -> str:
+    # json.dumps never emits a raw newline, so the payload always fits on one `data:` line; the view's
+    # values are plain JSON (public.plain_details), and anything else would still be written as text.
+    payload = json.dumps(data, separators=(",", ":"), default=str)
+    return f"id: {event_id}\nevent: {kind}\ndata: {payload}\n\n"
+
+
+def verdict_id(public: SubmissionPublic) -> int:
+    return FIRST_TEST_ID + len(public.tests)
+
+
+def pending_events(public: SubmissionPublic, after: int) -> list[Event]:
+    """The events of the submission as it is now that come after event `after`, in order."""
+    final = public.status in FINAL
+    events: list[Event] = []
+    status = Status.RUNNING if final else public.status
+    if STATUS_IDS[status] > after:
+        events.append(
+            (STATUS_IDS[status], "status", {"id": public.id, "status": status.value, "tests_total": public.tests_total})
+        )
+    for position, test in enumerate(public.tests):
+        if FIRST_TEST_ID + position > after:
+            events.append((FIRST_TEST_ID + position, "test", test.model_dump(mode="json") | {"hint": None}))
+    if final and verdict_id(public) > after:
+        events.append((verdict_id(public), "verdict", public.model_dump(mode="json")))
+    return events
+
+
+async def stream_submission(
+    components: Components, submission_id: str, after: int = -1, admin: bool = False
+) -> AsyncIterator[str]:
+    """The events of one submission after event `after`, ending after its verdict (or if it disappears)."""
     # Watch before the first read: a test that lands between the read and the watch would otherwise
     # go unnoticed until the next heartbeat.
     wake = components.notifier.watch(submission_id)
     try:
         yield f"retry: {RETRY_MS}\n\n"
-        sent_status: str | None = None
-        sent_tests: dict[str, str] = {}  # test name -> the JSON last sent for it
         while True:
             wake.clear()
-            loaded = await run_in_threadpool(_load, components, submission_id)
-            if loaded is None:
+            public = await run_in_threadpool(_load, components, submission_id, admin)
+            if public is None:
                 return
-            public, total = loaded
-            if public.status != sent_status:
-                sent_status = public.status
-                yield _event("status", {"id": public.id, "status": public.status.value, "tests_total": total})
-            for test in public.tests:
-                payload = test.model_dump(mode="json")
-                encoded = json.dumps(payload, sort_keys=True)
-                if sent_tests.get(test.name) != encoded:
-                    sent_tests[test.name] = encoded
-                    yield _event("test", payload)
+            for event_id, kind, data in pending_events(public, after):
+                after = event_id
+                yield _event(event_id, kind, data)
             if public.status in FINAL:
-                yield _event("verdict", public.model_dump(mode="json"))
                 return
             try:
                 await asyncio.wait_for(wake.wait(), timeout=HEARTBEAT_S)
@@ -80,25 +111,47 @@ async def stream_submission(components: Components, submission_id: str) -> Async
         components.notifier.unwatch(submission_id, wake)
 
 
+def _last_event_id(header: str | None) -> int:
+    """The event a reconnecting client last had; -1 (from the start) when absent or not an event id."""
+    text = (header or "").strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
+        return -1
+    return min(int(text), MAX_EVENT_ID)
+
+
 @events_router.get(
     "/api/submissions/{submission_id}/events",
     response_class=StreamingResponse,
     responses={
         200: {
             "content": {"text/event-stream": {}},
-            "description": "`status`, then one `test` event per finished test, then `verdict`; then the stream ends",
+            "description": "`status`, then one `test` event per test in file order, then `verdict`; then the stream "
+            "ends. Every event has an `id:`; send the last one had as `Last-Event-ID` to resume after it",
         },
+        204: {"description": "resumed (Last-Event-ID) after the verdict: nothing more will come"},
         404: {"description": "unknown submission"},
         429: {"description": "too many event streams are open (GRADER_MAX_STREAMS); retry after Retry-After seconds"},
     },
     # A slot of GRADER_MAX_STREAMS, held until the stream ends, however it ends.
     dependencies=[Depends(hold_stream_slot)],
 )
-async def submission_events(submission_id: str, components: ComponentsDep) -> StreamingResponse:
-    if await run_in_threadpool(_load, components, submission_id) is None:
-        raise HTTPException(404, f"no submission {submission_id!r}")
+async def submission_events(
+    submission_id: str,
+    request: Request,
+    components: ComponentsDep,
+    last_event_id: Annotated[
+        str | None, Header(alias="Last-Event-ID", description="resume after this event (sent by EventSource)")
+    ] = None,
+) -> Response:
+    admin = is_admin(components, request)
+    public = await run_in_threadpool(_load, components, submission_id, admin)
+    if public is None:
+        raise HTTPException(404, f"no submission {shown(submission_id)}")
+    after = _last_event_id(last_event_id)
+    if public.status in FINAL and after >= verdict_id(public):
+        return Response(status_code=204)
     return StreamingResponse(
-        stream_submission(components, submission_id),
+        stream_submission(components, submission_id, after, admin),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -6,12 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify, is_admin
 from grader.api.limits import submission_body_cap
-from grader.api.schemas import SubmissionCreate, validation_message
+from grader.api.schemas import SubmissionCreate, read_json_body, shown
 from grader.grading.verdict import FINAL, Status
 from grader.submissions.intake import check_source
 from grader.submissions.public import SubmissionAccepted, SubmissionPublic
@@ -25,6 +24,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     202: {"model": SubmissionAccepted, "description": "queued; poll the Location"},
     404: {"description": "unknown problem"},
     413: {"description": "source over the size limit"},
+    403: {"description": "a browser's cross-site request (Origin, Sec-Fetch-Site), or a seed without the admin token"},
+    415: {"description": "the body is not sent as application/json"},
     401: {"description": "an API key is required (GRADER_API_KEYS) and none valid was sent"},
     422: {
         "description": "malformed request, empty or non-UTF-8 source, or an Idempotency-Key already"
@@ -38,22 +39,6 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 BODY = {
     "requestBody": {"required": True, "content": {"application/json": {"schema": SubmissionCreate.model_json_schema()}}}
 }
-
-
-async def read_payload(request: Request, body_cap: int) -> SubmissionCreate:
-    """The body, parsed here rather than by FastAPI so that every malformed one, non-UTF-8 bytes
-    included, gets the same clear 422."""
-    raw = await request.body()
-    if len(raw) > body_cap:
-        raise HTTPException(413, f"request body over {body_cap} bytes")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise HTTPException(422, "the request body is not valid UTF-8") from None
-    try:
-        return SubmissionCreate.model_validate_json(raw)
-    except ValidationError as exc:
-        raise HTTPException(422, validation_message(exc)) from None
 
 
 @submissions_router.post("/api/submissions", status_code=202, openapi_extra=BODY, responses=RESPONSES)
@@ -76,7 +61,8 @@ async def create_submission(
     admin = is_admin(components, request)
     try:
         stored_key = idempotency_key(idempotency, submitter)
-        payload = await read_payload(request, submission_body_cap(components.settings))
+        # Parsed here rather than by FastAPI: every malformed body gets the same clear, bounded 422.
+        payload = await read_json_body(request, SubmissionCreate, submission_body_cap(components.settings))
         if payload.seed is not None and not admin:
             raise Refused(403, "seed: only the admin may choose a submission's seed")
         check_source(payload.source, components.settings.max_source_bytes)
@@ -113,7 +99,7 @@ async def create_submission(
                 else None
             )
             if public is not None and admin:
-                public = intake.read(stored.submission_id, with_seed=True)
+                public = intake.read(stored.submission_id, admin=True)
         finally:
             if watch is not None:
                 components.notifier.unwatch(stored.submission_id, watch)
@@ -132,8 +118,10 @@ async def create_submission(
 def get_submission(
     submission_id: str, request: Request, components: ComponentsDep, intake: IntakeDep
 ) -> SubmissionPublic:
-    """The verdict; with the admin token, also the seed its hidden inputs were drawn from."""
-    public = intake.read(submission_id, with_seed=is_admin(components, request))
+    """The verdict. Hidden tests: how many passed and the first that did not (`hidden`), each one's status
+    only where the problem opts in; with the admin token, every test whole and the seed its hidden inputs
+    were drawn from."""
+    public = intake.read(submission_id, admin=is_admin(components, request))
     if public is None:
-        raise HTTPException(404, f"no submission {submission_id!r}")
+        raise HTTPException(404, f"no submission {shown(submission_id)}")
     return public

@@ -7,6 +7,7 @@ problem statement or a submission contains can run as script even if it slipped 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,15 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
-from grader.api.deps import ComponentsDep, RegistryDep
+from grader.api.deps import ComponentsDep, RegistryDep, is_admin
 from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.public import problem_public, problem_summary
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import read_submission
 from grader.web import report
 from grader.web.markup import highlight_python, render_markdown
+
+log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 
@@ -89,6 +92,11 @@ def _page(request: Request, template: str, context: dict[str, Any], status_code:
     return templates.TemplateResponse(request, template, context, status_code=status_code, headers=PAGE_HEADERS)
 
 
+def _cut(value: str, limit: int = 100) -> str:
+    """An id from the URL, as a page repeats it."""
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
 def _not_found(request: Request, what: str) -> HTMLResponse:
     return _page(request, "not_found.html", {"what": what, "title": "Not found"}, status_code=404)
 
@@ -123,15 +131,16 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
 def problem_page(problem_id: str, request: Request, registry: RegistryDep) -> HTMLResponse:
     problem = registry.get(problem_id)
     if problem is None:
-        return _not_found(request, f"There is no problem “{problem_id}”.")
+        return _not_found(request, f"There is no problem “{_cut(problem_id)}”.")
     return _page(request, "problem.html", _problem_context(problem))
 
 
 @web_router.api_route("/submissions/{submission_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
 def submission_page(submission_id: str, request: Request, components: ComponentsDep) -> HTMLResponse:
-    view = read_submission(components.db, components.registry, submission_id)
+    # The admin (its token, sent by a script: a browser sends none) sees every test whole, as in the API.
+    view = read_submission(components.db, components.registry, submission_id, admin=is_admin(components, request))
     if view is None:
-        return _not_found(request, f"There is no submission “{submission_id}”.")
+        return _not_found(request, f"There is no submission “{_cut(submission_id)}”.")
     public, source, problem = view.public, view.source, view.problem
     rows = report.report_rows(public, problem)
     # The line of the submitter's own source to mark: where it failed to load, else where the first visible
@@ -140,7 +149,7 @@ def submission_page(submission_id: str, request: Request, components: Components
         (t.line for t in public.tests if t.visible and t.line and t.status != TestStatus.PASSED), None
     )
     problem_title = problem.problem.title if problem is not None else public.problem_id
-    all_skipped = bool(public.tests) and all(t.status == TestStatus.SKIPPED for t in public.tests)
+    all_skipped = report.nothing_ran(public)
     context = {
         "title": f"{report.SUBMISSION_STATUS[public.status].label} · {problem_title}",
         "submission": public,
@@ -161,4 +170,9 @@ def submission_page(submission_id: str, request: Request, components: Components
         "source_html": highlight_python(source, label="Your code", highlight_line=error_line, line_numbers=True),
         "error_line": error_line,
     }
-    return _page(request, "submission.html", context)
+    try:
+        return _page(request, "submission.html", context)
+    except Exception:  # a stored verdict's details that the page cannot lay out: the page, without them
+        log.exception("the report of %s cannot show its details", submission_id)
+        context["comparisons"] = {position: report.UNAVAILABLE for position in context["comparisons"]}
+        return _page(request, "submission.html", context)

@@ -3,6 +3,7 @@ in a process of its own, against the real service served by uvicorn on a port.""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from grader.client import MARKS
 from grader.components import build
 from grader.config import REPO_ROOT
 from grader.problems.registry import parse_problem
@@ -49,6 +51,12 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         components.stop()
 
 
+def printed_as_test(stdout: str, name: str) -> int:
+    """How many times a test was printed as a test (its mark, then its name)."""
+    marks = {mark.strip() for mark in MARKS.values()}
+    return sum(1 for line in stdout.splitlines() if line[2:6].strip() in marks and line[8:].startswith(name + " "))
+
+
 def grader(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(GRADER), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
@@ -59,8 +67,12 @@ def test_an_accepted_submission_exits_0_and_shows_each_test(url: str, tmp_path: 
     done = grader("submit", str(solution), "--problem", "embedding-layer", "--url", url)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "accepted  score 1.000" in done.stdout
-    assert done.stdout.count("  ok  ") == len(EMBEDDING.tests), done.stdout
-    assert "hidden test 1" in done.stdout
+    visible = [test.name for test in EMBEDDING.tests if test.visible]
+    hidden = len(EMBEDDING.tests) - len(visible)
+    assert done.stdout.count("  ok  ") == len(visible) + 1, done.stdout  # each visible test, and the hidden ones
+    assert f"hidden tests: {hidden} of {hidden} passed\n" in done.stdout
+    assert "hidden test 1" not in done.stdout, "no hidden test is shown on its own"
+    assert f"({len(EMBEDDING.tests)}/{len(EMBEDDING.tests)} tests)" in done.stdout
 
 
 def test_a_wrong_submission_exits_1_with_expected_against_got_and_the_hint(url: str, tmp_path: Path) -> None:
@@ -71,6 +83,24 @@ def test_a_wrong_submission_exits_1_with_expected_against_got_and_the_hint(url: 
     assert "wrong_answer" in done.stdout and "hint: " in done.stdout
     assert "first failing visible test:" in done.stdout
     assert "expected: " in done.stdout and "got: " in done.stdout and "max_abs_error" in done.stdout
+    assert "  output:   out" in done.stdout, "the path of the output that differs"
+    for test in EMBEDDING.tests:
+        if test.visible:
+            assert printed_as_test(done.stdout, test.name) == 1, (test.name, done.stdout)  # each test once
+    assert "hidden tests: " in done.stdout and "the first that did not: hidden test " in done.stdout
+
+
+def test_a_wrong_value_in_a_list_is_named_by_its_path(url: str, tmp_path: Path) -> None:
+    """lr-schedule returns lists of rates: the first failing one is named as the API names it (`rates[0]`)."""
+    schedule = parse_problem((PROBLEMS_DIR / "lr-schedule.yaml").read_text(), "lr-schedule.yaml")
+    solution = tmp_path / "solution.py"
+    solution.write_text(next(p.code for p in schedule.pitfalls if "-0.5 instead" in p.name))
+    done = grader("submit", str(solution), "--problem", "lr-schedule", "--url", url)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert re.search(r"^  output:   rates\[\d+\]$", done.stdout, re.MULTILINE), done.stdout
+    for test in schedule.tests:
+        if test.visible:
+            assert printed_as_test(done.stdout, test.name) == 1, (test.name, done.stdout)
 
 
 def test_run_runs_the_visible_tests_without_submitting(url: str, tmp_path: Path) -> None:

@@ -10,17 +10,29 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader.grading.verdict import TEST_TO_STATUS
 from grader.problems.registry import parse_problem
 from tests.conftest import CASES_DIR, PROBLEMS_DIR
 
 pytestmark = pytest.mark.docker
 
+# A submission's status, as the status of the test that made it (grader/grading/verdict.py TEST_TO_STATUS).
+FIRST_STATUS = {status.value: test.value for test, status in TEST_TO_STATUS.items()}
 CASES = sorted(CASES_DIR.glob("*/*/expect.yaml"))
 EMBEDDING = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml")
 
 
 def _first_not_passed(verdict: dict) -> dict:
-    return next(test for test in verdict["tests"] if test["status"] != "passed")
+    """The first test that did not pass: a visible one whole, or a hidden one as its status alone (the
+    public view shows hidden tests' statuses only as a count; the overall status is the first failure's)."""
+    for test in verdict["tests"]:
+        if test["status"] is None:  # a hidden test: its status is not shown
+            number = int(test["name"].removeprefix("hidden test "))
+            if number == verdict["hidden"]["first_failed"]:
+                return {**test, "status": FIRST_STATUS[verdict["status"]]}
+        elif test["status"] != "passed":
+            return test
+    raise AssertionError(f"no test failed: {verdict}")
 
 
 @pytest.mark.parametrize("expect_path", CASES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
@@ -42,7 +54,8 @@ def test_case_gets_its_verdict(expect_path: Path, submit) -> None:
     if verdict["status"] in ("compile_error",) or (
         verdict["status"] == "runtime_error" and "message_contains" in expect
     ):
-        assert all(test["status"] == "skipped" for test in verdict["tests"])
+        assert all(test["status"] in ("skipped", None) for test in verdict["tests"])
+        assert verdict["hidden"]["passed"] == 0
         return
     first = _first_not_passed(verdict)
     if "first_test_status" in expect:
@@ -62,8 +75,10 @@ def test_reference_is_accepted_with_every_test_listed(submit) -> None:
     verdict = submit(EMBEDDING.reference)
     assert verdict["status"] == "accepted", verdict
     assert verdict["score"] == 1.0
-    assert len(verdict["tests"]) == len(EMBEDDING.tests)
-    assert all(test["status"] == "passed" for test in verdict["tests"])
+    assert len(verdict["tests"]) == len(EMBEDDING.tests) == verdict["tests_total"]
+    assert all(test["status"] == "passed" for test in verdict["tests"] if test["visible"])
+    hidden = sum(1 for test in EMBEDDING.tests if not test.visible)
+    assert verdict["hidden"] == {"total": hidden, "passed": hidden, "first_failed": None, "per_test": False}
 
 
 def test_starter_code_is_wrong_answer(submit) -> None:
@@ -85,7 +100,7 @@ def test_a_pitfall_gets_its_own_hint(submit) -> None:
     assert verdict["hint"] == forgot.hint
 
 
-def test_hidden_tests_show_only_their_status(submit) -> None:
+def test_hidden_tests_show_only_how_many_passed_and_the_first_that_did_not(submit) -> None:
     verdict = submit(EMBEDDING.starter_code)
     hidden = [test for test in verdict["tests"] if not test["visible"]]
     assert hidden, "the problem has hidden tests"
@@ -93,5 +108,7 @@ def test_hidden_tests_show_only_their_status(submit) -> None:
     for number, test in enumerate(hidden, start=1):
         assert test["name"] == f"hidden test {number}"
         assert test["name"] not in hidden_names
+        assert test["status"] is None, "a hidden test's status is not shown one by one"
         assert test["message"] is None and test["time_ms"] is None and test["details"] is None
         assert test["traceback"] is None and test["hint"] is None
+    assert verdict["hidden"]["total"] == len(hidden) and verdict["hidden"]["first_failed"] == 1

@@ -28,9 +28,10 @@ HEALTH_LATENCY_S = 1.0
 
 def summary(verdict: dict) -> str:
     shown = {key: verdict.get(key) for key in ("status", "message", "score")}
-    first = next((test for test in verdict.get("tests", []) if test["status"] != "passed"), None)
+    first = next((test for test in verdict.get("tests", []) if test["status"] not in ("passed", None)), None)
     if first is not None:
         shown["first_failing"] = {key: first.get(key) for key in ("name", "status", "message")}
+    shown["hidden"] = verdict.get("hidden")
     return json.dumps(shown)[:2000]
 
 

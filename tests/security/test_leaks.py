@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,11 +92,11 @@ def embed_tokens(embedding, tokens, d_model):
     assert verdict["message"] in ("a hidden test: error", "a hidden test: failed"), verdict["message"]
     assert context.secret not in _everything_public(client, verdict)
     hidden = [test for test in verdict["tests"] if not test["visible"]]
-    assert len(hidden) == len(EMBEDDING.tests) - VISIBLE_TESTS
+    assert len(hidden) == len(EMBEDDING.tests) - VISIBLE_TESTS == verdict["hidden"]["total"]
     for number, test in enumerate(hidden, start=1):
         assert test["name"] == f"hidden test {number}"
-        assert test["status"] in ("error", "failed", "passed")
-        for key in ("message", "time_ms", "details", "traceback", "hint", "line"):
+        assert test["status"] is None, "a hidden test's status is not shown one by one"
+        for key in ("message", "time_ms", "details", "traceback", "hint", "line", "output"):
             assert test.get(key) is None, (key, test)
 
 
@@ -170,6 +171,63 @@ tests:
       return {"out": keyed(3)}
 """
 HIDDEN_MARKER = "tjhidden-c0ffee-in-the-hidden-test"
+ADMIN = "leaks-admin-token-0123456789abcdef"
+
+# -- problems made for the status channel: what each hidden test's code says, a trit ---------------------
+# A submission reads the running test's code through its caller's frame and answers with the status the
+# code names: 0 passes, 1 fails, 2 raises. Two problems whose hidden tests say different things but come to
+# the same summary (2 of 6 passed, the first that did not: hidden test 2, raising), and one that opts in.
+CHANNELS = {
+    "channel-a": ((0, 2, 1, 0, 1, 2), "summary"),
+    "channel-b": ((0, 2, 2, 0, 1, 1), "summary"),
+    "channel-per-test": ((0, 2, 1, 0, 1, 2), "per-test"),
+}
+STATUS_OF = {0: "passed", 1: "failed", 2: "error"}
+
+
+def channel_problem(problem_id: str, pattern: tuple[int, ...], hidden_results: str) -> str:
+    hidden = "".join(
+        f"""  - name: hidden {number}
+    code: |
+      key = "trit-{trit}"
+      return {{"out": echo({number})}}
+"""
+        for number, trit in enumerate(pattern, 1)
+    )
+    return f"""\
+id: {problem_id}
+title: Channel
+difficulty: easy
+statement: Return what you are given.
+hidden_results: {hidden_results}
+starter_code: |
+  def echo(x):
+      return None
+entry_points: [echo]
+reference: |
+  def echo(x):
+      return x
+tests:
+  - name: visible
+    visible: true
+    code: |
+      return {{"out": echo(0)}}
+{hidden}"""
+
+
+READS_ITS_CALLER = """
+import sys
+
+
+def echo(x):
+    for const in sys._getframe(1).f_code.co_consts:
+        if isinstance(const, str) and const.startswith("trit-"):
+            if const == "trit-1":
+                return x + 1
+            if const == "trit-2":
+                raise RuntimeError("trit" + " two")
+    return x
+"""
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +237,10 @@ def probe_client(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory)
 
     problems = tmp_path_factory.mktemp("probe-problems")
     (problems / "probe.yaml").write_text(PROBE_PROBLEM)
+    for problem_id, (pattern, results) in CHANNELS.items():
+        (problems / f"{problem_id}.yaml").write_text(channel_problem(problem_id, pattern, results))
     settings = security_settings(
-        tmp_path_factory.mktemp("probe-data"), sandbox_runtime, pool_size=1, problems_dir=problems
+        tmp_path_factory.mktemp("probe-data"), sandbox_runtime, pool_size=1, problems_dir=problems, admin_token=ADMIN
     )
     service = build(settings)
     service.start()
@@ -192,8 +252,8 @@ def probe_client(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory)
         service.stop()
 
 
-def _probe(client: TestClient, source: str) -> dict:
-    response = client.post("/api/submissions?wait=60", json={"problem_id": "probe", "source": source})
+def _probe(client: TestClient, source: str, problem_id: str = "probe") -> dict:
+    response = client.post("/api/submissions?wait=60", json={"problem_id": problem_id, "source": source})
     assert response.status_code == 200, response.text
     verdict = response.json()
     verdict["_raw"] = response.text
@@ -262,3 +322,64 @@ def keyed(x):
     assert len(probe_client.get(f"/api/submissions/{submission_id}").content) <= 256 * 1024
     assert len(probe_client.get(f"/api/submissions/{submission_id}/events").content) <= 1024 * 1024
     assert len(probe_client.get(f"/submissions/{submission_id}").content) <= 1024 * 1024
+
+
+def _public_views(client: TestClient, verdict: dict) -> dict[str, object]:
+    """What a submitter can see of a submission, per view, with what differs between any two submissions
+    (ids, times, the problem) left out: the POST answer, GET, each event of the stream, the report's rows.
+    A hidden test's own time is never shown; the visible test's is left out as any run's time would be."""
+    submission_id = verdict["id"]
+    unrelated = {"id", "problem_id", "problem_version", "created_at", "started_at", "finished_at"}
+
+    def scrub(body: dict) -> dict:
+        """Without what differs between runs of the same tests (ids, times; the visible test's duration)."""
+        kept = {key: value for key, value in body.items() if key not in unrelated | {"time_ms"}}
+        if isinstance(kept.get("tests"), list):
+            kept["tests"] = [scrub(test) for test in kept["tests"]]
+        return kept
+
+    stream = client.get(f"/api/submissions/{submission_id}/events").text
+    events = [json.loads(line[5:]) for line in stream.splitlines() if line.startswith("data:")]
+    page = client.get(f"/submissions/{submission_id}").text
+    rows = re.findall(r'<tr class="result-row[^"]*"[^>]*>', page)
+    return {
+        "posted": scrub(json.loads(verdict["_raw"])),
+        "read": scrub(client.get(f"/api/submissions/{submission_id}").json()),
+        "events": [scrub(event) for event in events],
+        "rows": rows,
+    }
+
+
+def test_hidden_statuses_chosen_from_the_tests_code_do_not_leave_one_by_one(probe_client: TestClient) -> None:
+    """The channel is real: a submission reads each hidden test's code through its caller's frame and
+    answers with the status the code names (the admin sees exactly those statuses). By default nothing a
+    submitter sees tells them apart: two problems whose hidden tests name different statuses, with the
+    same count and first failure, look the same in every view, and no view has a hidden test's status."""
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    views = {}
+    for problem_id in ("channel-a", "channel-b"):
+        pattern, _ = CHANNELS[problem_id]
+        verdict = _probe(probe_client, READS_ITS_CALLER, problem_id)
+        assert verdict["status"] == "runtime_error", verdict
+        seen = probe_client.get(f"/api/submissions/{verdict['id']}", headers=admin).json()
+        hidden = [test for test in seen["tests"] if not test["visible"]]
+        assert [test["status"] for test in hidden] == [STATUS_OF[trit] for trit in pattern], "the channel works"
+        assert hidden[1]["message"] and "trit two" in hidden[1]["message"], "the admin sees why a hidden test failed"
+        assert all(test["time_ms"] is not None for test in hidden)
+        assert verdict["hidden"] == {"total": 6, "passed": 2, "first_failed": 2, "per_test": False}
+        assert all(test["status"] is None for test in verdict["tests"] if not test["visible"])
+        views[problem_id] = _public_views(probe_client, verdict)
+        assert "status-failed" not in "".join(views[problem_id]["rows"])
+        assert "status-error" not in "".join(views[problem_id]["rows"])
+    assert views["channel-a"] == views["channel-b"], "what a submitter sees depends on the hidden statuses"
+
+
+def test_a_problem_that_opts_in_shows_each_hidden_status_and_nothing_more(probe_client: TestClient) -> None:
+    pattern, _ = CHANNELS["channel-per-test"]
+    verdict = _probe(probe_client, READS_ITS_CALLER, "channel-per-test")
+    hidden = [test for test in verdict["tests"] if not test["visible"]]
+    assert [test["status"] for test in hidden] == [STATUS_OF[trit] for trit in pattern]
+    for test in hidden:
+        assert {key for key, value in test.items() if value is not None} == {"index", "name", "visible", "status"}, test
+    assert verdict["hidden"] == {"total": 6, "passed": 2, "first_failed": 2, "per_test": True}
+    assert "trit two" not in _everything_public(probe_client, verdict)

@@ -47,6 +47,28 @@ def embed_tokens(embedding, tokens, d_model):
     return embedding(tokens) * math.sqrt(d_model)
 """
 
+# As SLOW, and each of the first three calls (visible tests) takes 0.7 s: the visible tests' results land
+# one by one after the report has loaded, the hidden ones only with the verdict.
+SLOW_THROUGHOUT = """\
+import math
+import time
+import torch.nn as nn
+
+CALLS = [0]
+
+def create_embedding_layer(vocab_size, d_model):
+    return nn.Embedding(vocab_size, d_model)
+
+def embed_tokens(embedding, tokens, d_model):
+    CALLS[0] += 1
+    if CALLS[0] <= 3:
+        time.sleep(0.7)
+    if d_model in (1, 7, 64):
+        while True:
+            pass
+    return embedding(tokens) * math.sqrt(d_model)
+"""
+
 # Correct, and prints: at import (which goes to the first test's output) and in every call, markup included.
 PRINTS = """\
 import math
@@ -68,10 +90,3 @@ PRINTS_SLOWLY = PRINTS.replace(
     '    print("embedding tokens',
     '    if d_model in (1, 7, 64):\n        while True:\n            pass\n    print("embedding tokens',
 )
-
-# One's own test, in the form of a problem test's code.
-OWN_TEST = """\
-layer = create_embedding_layer(7, 4)
-print("my test ran")
-return {"out": embed_tokens(layer, torch.tensor([1, 2]), 4)}
-"""

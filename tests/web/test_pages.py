@@ -147,11 +147,19 @@ def test_wrong_answer_report_shows_expected_against_got_heatmap_and_hint(
 
 
 def test_report_hides_hidden_tests_details(client: TestClient, wrong_answer: dict[str, Any]) -> None:
+    """The hidden tests are one row: how many passed and the first that did not, no row (or status) each."""
     html = client.get(f"/submissions/{wrong_answer['id']}").text
     hidden = [t for t in wrong_answer["tests"] if not t["visible"]]
-    assert hidden and all(re.fullmatch(r"hidden test \d+", t["name"]) for t in hidden)
+    assert hidden and all(re.fullmatch(r"hidden test \d+", t["name"]) and t["status"] is None for t in hidden)
+    summary = wrong_answer["hidden"]
+    assert summary["total"] == len(hidden) and summary["per_test"] is False
     for test in hidden:
-        assert f'data-test-name="{test["name"]}"' in html
+        assert f'data-test-name="{test["name"]}"' not in html
+    assert html.count("data-hidden-summary") == 1
+    assert (
+        f"{summary['passed']} of {len(hidden)} passed · first that did not: hidden test {summary['first_failed']}"
+        in html
+    )
     assert "d_model = 1024" not in html
     assert "37000 x 512" not in html
     # Only the visible failures have a details row.

@@ -23,6 +23,7 @@ from grader.web.report import (
     fmt_shape,
     heatmap_svg,
     report_rows,
+    tally,
     values_differ,
 )
 
@@ -270,16 +271,49 @@ def _public(status: verdict.Status, tests: list[schemas.TestPublic], version: st
 
 
 def test_rows_of_a_running_submission_wait_in_file_order() -> None:
+    """The hidden tests are one row that waits for the verdict; for the admin (or a problem that opts into
+    per-test statuses) each is a row of its own."""
     problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
         parse_problem(TWO_TESTS, "two-tests.yaml")
     )
-    landed = [schemas.TestPublic(name="hidden test 1", visible=False, status=verdict.TestStatus.PASSED)]
-    rows = report_rows(_public(verdict.Status.RUNNING, landed, problem.version), problem)
+    landed = [schemas.TestPublic(index=0, name="first", visible=True, status=verdict.TestStatus.PASSED)]
+    public = _public(verdict.Status.RUNNING, landed, problem.version)
+    public.hidden = schemas.HiddenSummary(total=1)
+    rows = report_rows(public, problem)
     assert [(row.position, row.name, row.status) for row in rows] == [
-        (1, "first", PENDING),
-        (2, "hidden test 1", "passed"),
+        (1, "first", "passed"),
+        (2, "1 hidden test", PENDING),
         (3, "third", PENDING),
     ]
+    assert tally(rows) == {"total": 3, "finished": 1, "passed": 1}
+    hidden = schemas.TestPublic(index=1, name="hidden test 1", visible=False, status=verdict.TestStatus.FAILED)
+    public = _public(verdict.Status.RUNNING, [*landed, hidden], problem.version)
+    public.hidden = schemas.HiddenSummary(total=1, per_test=True)
+    assert [(row.position, row.name, row.status) for row in report_rows(public, problem)] == [
+        (1, "first", "passed"),
+        (2, "hidden test 1", "failed"),
+        (3, "third", PENDING),
+    ]
+
+
+def test_a_final_verdict_shows_the_hidden_tests_as_a_summary() -> None:
+    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
+        parse_problem(TWO_TESTS, "two-tests.yaml")
+    )
+    tests = [
+        schemas.TestPublic(index=0, name="first", visible=True, status=verdict.TestStatus.PASSED),
+        schemas.TestPublic(index=1, name="hidden test 1", visible=False),
+        schemas.TestPublic(index=2, name="third", visible=True, status=verdict.TestStatus.PASSED),
+    ]
+    public = _public(verdict.Status.WRONG_ANSWER, tests, problem.version)
+    public.hidden = schemas.HiddenSummary(total=1, passed=0, first_failed=1)
+    rows = report_rows(public, problem)
+    assert [(row.position, row.name, row.status) for row in rows] == [
+        (1, "first", "passed"),
+        (2, "1 hidden test", "some-failed"),
+        (3, "third", "passed"),
+    ]
+    assert tally(rows) == {"total": 3, "finished": 3, "passed": 2}
 
 
 def test_rows_of_a_final_verdict_are_its_tests() -> None:

@@ -1,14 +1,17 @@
 // The report page, live: while the submission runs, the events stream (GET /api/submissions/{id}/events)
-// updates each test's row as it lands; when a visible test fails or the verdict arrives, the report is
-// re-read from the server so that the details (expected against got, heatmap, traceback) are the
-// server's rendering. A reload shows the same state, because the page itself is rendered from the DB.
+// updates each test's row as it lands, one event per test, keyed by its index; when a visible test fails
+// or the verdict arrives, the report is re-read from the server so that the details (expected against
+// got, heatmap, traceback) are the server's rendering. Hidden tests arrive with the verdict, without a
+// status (the page shows them as one row: how many passed, and the first that did not). A dropped
+// stream is resumed by the browser itself (EventSource sends Last-Event-ID; the server sends what came
+// after it). A reload shows the same state, because the page itself is rendered from the DB.
 
 import { FINAL, badge, badgeLabel, renderRelativeTimes, updateSubmission } from "./common.js";
 
 const report = document.getElementById("report");
 const announcer = document.getElementById("live-announcer");
 const submissionId = report.dataset.submissionId;
-const known = new Map(); // test name -> the latest test event, re-applied after a refresh
+const known = new Map(); // test index -> its test event, re-applied after a refresh
 let refreshTimer = 0;
 let refreshing = null;
 let finished = report.dataset.final === "true";
@@ -17,8 +20,8 @@ function rows() {
   return report.querySelectorAll("tr.result-row");
 }
 
-function rowFor(name) {
-  for (const row of rows()) if (row.dataset.testName === name) return row;
+function rowFor(index) {
+  for (const row of rows()) if (row.dataset.testIndex === String(index)) return row;
   return null;
 }
 
@@ -57,8 +60,10 @@ function showOutput(row, test) {
 
 /** Shows one test's result in its row; `again` when re-applying after a refresh (never refreshes again). */
 function applyTest(test, again = false) {
-  known.set(test.name, test);
-  const row = rowFor(test.name);
+  if (!test || typeof test.index !== "number") return;
+  known.set(test.index, test);
+  if (test.status === null || test.status === undefined) return; // a hidden test's progress: shown with the verdict
+  const row = rowFor(test.index);
   if (!row) {
     if (!again) scheduleRefresh(); // a row the page does not have (the problem changed): the server lays it out
     return;
@@ -88,10 +93,13 @@ function applyStatus(data) {
 
 function applyVerdict(verdict) {
   finished = true;
-  for (const test of verdict.tests || []) known.set(test.name, test);
+  const tests = Array.isArray(verdict.tests) ? verdict.tests : [];
+  const hidden = verdict.hidden || {};
   const label = badgeLabel("status", verdict.status);
-  const passed = (verdict.tests || []).filter((test) => test.status === "passed").length;
-  const total = (verdict.tests || []).length;
+  // A hidden test without a status counts through the summary, never as a test of its own.
+  const passed =
+    tests.filter((test) => test.status === "passed").length + (hidden.per_test ? 0 : Number(hidden.passed) || 0);
+  const total = Number(verdict.tests_total) || tests.length;
   announcer.textContent = `${label}: ${passed} of ${total} tests passed.`;
   document.title = document.title.replace(/^[^·]+·/, `${label} ·`);
   updateSubmission(submissionId, { status: verdict.status, score: verdict.score });
@@ -140,9 +148,9 @@ function listen() {
     applyVerdict(JSON.parse(event.data));
   });
   events.addEventListener("error", () => {
-    // EventSource reconnects by itself and the stream resends every finished test; once the verdict
-    // is in, there is nothing left to listen for.
-    if (finished) events.close();
+    // EventSource reconnects by itself with Last-Event-ID, and the stream goes on after that event; once
+    // the verdict is in (or the server answered 204), there is nothing left to listen for.
+    if (finished || events.readyState === EventSource.CLOSED) events.close();
   });
 }
 
