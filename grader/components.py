@@ -3,7 +3,10 @@
     db          the database (storage/)
     registry    the problems served (problems/registry.py), kept current by the watcher
     pool        warm sandbox containers (sandboxes/pool.py); empty in a Celery-mode API
-    references  a warm container or two that never run a submission: the reference's runs
+    references  a warm container or two that never run a submission: the reference's runs, for graded
+                submissions only
+    judge       the processes where what sandboxes return is judged, under the kernel's limits
+                (grading/isolated.py)
     expected    expected outputs per problem version and seed (grading/expected.py)
     seeds       the seeds hidden tests' inputs are drawn from (grading/seeds.py)
     grader      source -> verdict (grading/grader.py)
@@ -11,6 +14,8 @@
     leases      running submissions' leases, renewed and reaped (queue/leases.py)
     processor   a stored submission graded and its verdict stored (submissions/processing.py)
     intake      a submission taken in: limits, idempotency, storing, queueing, waiting
+    runs        POST /api/runs (submissions/runs.py), with two pools of its own: the learner's code in one,
+                the reference on a learner's input in the other, started once the grading pool is full
     uploads     problems added through the admin API, checked first (problems/uploads.py)
 
 role="server" is the HTTP service: with GRADER_QUEUE=local it grades too; with celery it stores and
@@ -31,6 +36,7 @@ from sqlalchemy import text
 from grader.config import Settings
 from grader.grading.expected import ExpectedCache
 from grader.grading.grader import Grader
+from grader.grading.isolated import IsolatedJudge
 from grader.grading.model import ProblemSpec
 from grader.grading.seeds import SeedPool, draws_fresh
 from grader.metrics import Metrics
@@ -67,6 +73,7 @@ class Components:
     registry: Registry
     pool: SandboxPool
     references: SandboxPool
+    judge: IsolatedJudge
     expected: ExpectedCache
     seeds: SeedPool
     grader: Grader
@@ -95,9 +102,11 @@ class Components:
         self.pool.start()
         self.references.start()
         if self.grades_here:
+            self.judge.start(self.settings.pool_size)
             threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
             self.leases.start()
             self.webhooks.start()
+            self.runs.start(lambda: self.pool.ready, self._stopping)
         if self.role == "server":  # where submissions come in, and so where their seeds are drawn
             self.seeds.start()
         self.dispatcher.start()
@@ -118,6 +127,8 @@ class Components:
         self.dispatcher.stop()
         self.pool.close()
         self.references.close()
+        self.runs.close()
+        self.judge.close()
         self.db.engine.dispose()
 
     def _prepare_expected(self) -> None:
@@ -193,6 +204,7 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
             problem_data.save_expected(session, key=key, data=data)
 
     expected = ExpectedCache(settings, references, load_expected, save_expected)
+    judge = IsolatedJudge(settings.judge_memory_mb, settings.judge_cpu_s, settings.judge_process_cap)
 
     def prepare(problem: ProblemSpec, seed: int) -> None:
         # A Celery-mode API runs no reference: its seeds are ready at once, and the first worker to grade
@@ -201,7 +213,7 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
             expected.get(problem, references.image_id or "unknown", seed)
 
     seeds = SeedPool(settings, prepare, registry.all)
-    grader = Grader(settings, pool, expected)
+    grader = Grader(settings, pool, expected, judge)
     notifier = Notifier()
     # The dispatcher needs the processor, which needs the leases and the metrics, which need the
     # dispatcher: these closures read `dispatcher` when called, after it is assigned below.
@@ -215,11 +227,11 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         resubmit=lambda submission_id: dispatcher.submit_blocking(submission_id),
         max_grading_s=lambda: max_grading_s(settings, registry),
     )
-    webhooks = Deliverer(settings, db, registry)
+    webhooks = Deliverer(settings, db, registry, metrics)
     processor = Processor(
         settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
     )
-    runs = Runs(settings, pool, references)
+    runs = _runs(settings, grades_here, pool.owner, load_expected, save_expected, judge)
     calls = _calls(settings, registry, watcher, expected, runs) if role == "worker" else {}
     dispatcher = _dispatcher(settings, role, db, notifier, processor, calls)
     check = _upload_check(settings, grades_here, dispatcher, expected, runs)
@@ -230,6 +242,7 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         registry=registry,
         pool=pool,
         references=references,
+        judge=judge,
         expected=expected,
         seeds=seeds,
         grader=grader,
@@ -245,6 +258,22 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         webhooks=webhooks,
         submitters=SubmitterAuth(settings),
     )
+
+
+def _runs(
+    settings: Settings,
+    grades_here: bool,
+    owner: str,
+    load: Callable[[str], bytes | None],
+    save: Callable[[str, bytes], None],
+    judge: IsolatedJudge,
+) -> Runs:
+    """Runs never use the pools above: learner code on Run gets containers of its own, and so does the
+    reference on a learner's input (a Celery-mode API has none: its runs are tasks on a worker)."""
+    size = settings.runs_pool_size if grades_here else 0
+    pool = SandboxPool(settings, size=size, owner=f"{owner}-runs", keep_image=False)
+    references = SandboxPool(settings, size=size, owner=f"{owner}-run-references", keep_image=False)
+    return Runs(settings, pool, references, load, save, judge=judge)
 
 
 def _dispatcher(

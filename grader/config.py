@@ -2,15 +2,46 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Longer than any origin a client has reason to send (a host name is at most 253 characters).
+MAX_ORIGIN_CHARS = 1024
+
+
+def origin_of(scheme: str, netloc: str) -> str | None:
+    """`scheme://host[:port]`, in lower case, without the scheme's default port; None unless it is an
+    http(s) origin."""
+    scheme = scheme.lower()
+    if scheme not in ("http", "https") or not netloc or len(netloc) > MAX_ORIGIN_CHARS:
+        return None
+    if not netloc.isprintable() or any(char in netloc for char in " /?#@\\"):
+        return None
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    default = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
+
+
+def parse_origin(value: str) -> str | None:
+    """An Origin header's value (or a URL's origin part) normalised; None for `null` and anything else."""
+    scheme, sep, rest = value.strip().partition("://")
+    return origin_of(scheme, rest.removesuffix("/")) if sep else None
 
 
 def _default_pool_size() -> int:
@@ -48,9 +79,21 @@ class Settings(BaseSettings):
     # lost it (a Redis restart without persistence, an API killed between storing and sending).
     redispatch_after_s: float = Field(600.0, ge=5)
     # With GRADER_QUEUE=celery, an upload's check and a run (POST /api/runs) are tasks on a worker; the API
-    # waits this long for the answer, then answers 504 (nothing stored).
+    # waits this long for the answer, then answers 504 (nothing stored). On one machine a run past
+    # run_timeout_s answers 503.
     upload_check_timeout_s: float = Field(300.0, ge=5, le=3600)
     run_timeout_s: float = Field(120.0, ge=5, le=3600)
+    # Runs (POST /api/runs, grader/submissions/runs.py): learner code runs in a pool of runs_pool_size
+    # containers of its own, the reference (on a learner's custom input) in another of that size; neither
+    # is ever a grading or reference container. Per client (API key, else address): run_rate_per_minute
+    # runs started in any minute (0: no limit) and run_concurrency_per_client at once, beyond which 429;
+    # overall run_concurrency at once (0: twice runs_pool_size), beyond which 503. A run waits at most
+    # run_wait_s for a container (then 503).
+    runs_pool_size: int = Field(1, ge=1, le=64)
+    run_rate_per_minute: int = Field(30, ge=0)
+    run_concurrency_per_client: int = Field(1, ge=1, le=64)
+    run_concurrency: int = Field(0, ge=0, le=256)
+    run_wait_s: float = Field(30.0, gt=0, le=600)
     # A worker's own HTTP endpoint: /metrics for Prometheus and /healthz; 0 turns it off.
     worker_http_port: int = Field(9100, ge=0, le=65535)
     # Names the worker (Celery node name, its sandbox containers' owner); empty: the host name.
@@ -65,6 +108,13 @@ class Settings(BaseSettings):
     # Who may say who the client is: peers (IP addresses, networks such as 10.0.0.0/8, or host names,
     # looked up again every 30 s) whose X-Forwarded-For is believed. Empty: the peer is the client.
     trusted_proxies: str = ""
+    # Browsers (grader/api/edge.py): the service's own origin, as its users' browsers name it (its scheme,
+    # host and port; a path is ignored). Empty: taken from each request (scheme and Host, or a trusted
+    # proxy's X-Forwarded-Proto/-Host). Set it behind a proxy that rewrites Host or terminates TLS unseen.
+    public_url: str = ""
+    # Other origins (comma-separated, `https://host[:port]`) whose pages may call the API: CORS allows them
+    # and their state-changing requests are not refused as cross-site. Empty: none, and no CORS at all.
+    cors_origins: str = ""
 
     # HTTP, per API process. A request's headers must be complete this long after its connection opens
     # (or after its first byte, on a kept-alive connection), and its body this long after its headers;
@@ -78,13 +128,16 @@ class Settings(BaseSettings):
     max_waiters: int = Field(256, ge=1)
     max_streams: int = Field(256, ge=1)
 
-    # Webhooks (callback_url): the HMAC key of their signature (empty: callback URLs are refused), hosts
-    # allowed although they resolve to internal addresses (comma-separated), how long a delivery is
-    # retried after the verdict, and each attempt's timeout.
+    # Webhooks (callback_url): the HMAC key of their signature (empty: callback URLs are refused; a
+    # `whsec_<base64>` secret signs the Standard Webhooks header with the decoded bytes), hosts allowed
+    # although they resolve to internal addresses (comma-separated), how long a delivery is retried
+    # after the verdict, each attempt's whole deadline (lookup, connect, send, the answer's headers and
+    # body), and how many attempts run at once per process (one slow receiver holds one of them).
     webhook_secret: str = ""
     webhook_allowed_hosts: str = ""
     webhook_retry_s: float = Field(3600.0, ge=0, le=7 * 24 * 3600)
     webhook_timeout_s: float = Field(10.0, gt=0, le=120)
+    webhook_concurrency: int = Field(8, ge=1, le=256)
 
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -116,6 +169,13 @@ class Settings(BaseSettings):
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     sandbox_acquire_timeout_s: float = Field(120.0, gt=0)
     max_result_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    # What a sandbox returned is judged (decoded, compared, the check's expressions evaluated) in judge
+    # processes of the service's own (grader/grading/isolated.py): each gets this much memory on top of
+    # what it starts with and this much CPU per request, enforced by the kernel; a test whose values need
+    # more is that test's error. At most judge_processes of them at once (0: one per sandbox, plus two).
+    judge_memory_mb: int = Field(1024, ge=64, le=65536)
+    judge_cpu_s: float = Field(10.0, gt=0, le=600)
+    judge_processes: int = Field(0, ge=0, le=256)
     # Hidden tests' inputs per submission (grader/grading/seeds.py): "pool" draws from a few seeds per
     # problem version whose expected outputs are ready (each used seed_uses times, replaced in the
     # background); "fresh" a new seed every time (a reference run per submission); "fixed" one for all.
@@ -133,6 +193,12 @@ class Settings(BaseSettings):
     def _check(self) -> Settings:
         if self.webhook_secret and len(self.webhook_secret) < 16:
             raise ValueError("GRADER_WEBHOOK_SECRET must be at least 16 characters (or empty to turn webhooks off)")
+        try:
+            short = len(self.webhook_signing_key) < 16
+        except binascii.Error:
+            short = True
+        if self.webhook_secret.startswith("whsec_") and short:
+            raise ValueError("GRADER_WEBHOOK_SECRET: after whsec_, at least 16 bytes in base64")
         if self.admin_token and len(self.admin_token) < 16:
             raise ValueError("GRADER_ADMIN_TOKEN must be at least 16 characters (or empty to turn uploads off)")
         keys = self.submitter_keys
@@ -150,6 +216,14 @@ class Settings(BaseSettings):
                 "GRADER_CELERY_VISIBILITY_TIMEOUT_S must outlast a grading: raise it above"
                 f" {self.sandbox_acquire_timeout_s + self.lease_s:.0f} s"
             )
+        if self.public_url.strip() and self.public_origin is None:
+            raise ValueError("GRADER_PUBLIC_URL must be an http:// or https:// URL with a host (or empty)")
+        for entry in self.cors_origins.split(","):
+            if entry.strip() and parse_origin(entry) is None:
+                raise ValueError(
+                    f"GRADER_CORS_ORIGINS: {entry.strip()[:100]!r} is not an origin (http(s)://host[:port], no path;"
+                    " `*` and `null` are not allowed)"
+                )
         if self.max_waiters + self.max_streams >= self.max_connections:
             raise ValueError(
                 "GRADER_MAX_WAITERS + GRADER_MAX_STREAMS must stay below GRADER_MAX_CONNECTIONS, so that requests"
@@ -158,12 +232,39 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def judge_process_cap(self) -> int:
+        return self.judge_processes or self.pool_size + 2
+
+    @property
     def proxies(self) -> list[str]:
         return [entry.strip() for entry in self.trusted_proxies.split(",") if entry.strip()]
 
     @property
+    def public_origin(self) -> str | None:
+        """GRADER_PUBLIC_URL's origin, or None when the origin is taken from each request."""
+        if not self.public_url.strip():
+            return None
+        try:
+            return parse_origin(urlsplit(self.public_url.strip())._replace(path="", query="", fragment="").geturl())
+        except ValueError:  # an unbalanced [ in the host
+            return None
+
+    @property
+    def cors_allowed(self) -> list[str]:
+        """GRADER_CORS_ORIGINS, each normalised as browsers send it."""
+        return [origin for entry in self.cors_origins.split(",") if (origin := parse_origin(entry))]
+
+    @property
     def webhook_hosts(self) -> set[str]:
-        return {host.strip().lower() for host in self.webhook_allowed_hosts.split(",") if host.strip()}
+        return {host.strip().lower().rstrip(".") for host in self.webhook_allowed_hosts.split(",") if host.strip()}
+
+    @property
+    def webhook_signing_key(self) -> bytes:
+        """The Standard Webhooks signature's HMAC key: a `whsec_` secret's base64-decoded bytes (as their
+        libraries read it), any other secret's UTF-8 bytes (`X-Torchjudge-Signature`'s key, always)."""
+        if self.webhook_secret.startswith("whsec_"):
+            return base64.b64decode(self.webhook_secret.removeprefix("whsec_"), validate=True)
+        return self.webhook_secret.encode()
 
     @property
     def submitter_keys(self) -> list[str]:

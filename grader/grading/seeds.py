@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from grader.background import BackgroundLoop
 from grader.config import Settings
 from grader.grading.model import ProblemSpec
+from grader.grading.selection import positions_of
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,11 @@ def draws_fresh(problem: ProblemSpec) -> bool:
 
 
 def per_test_seeds(problem: ProblemSpec, seed: int | None) -> list[int]:
-    """Each test's seed: its position when fixed, derived from the submission's seed when fresh."""
+    """Each test's seed: its position when fixed, derived from the submission's seed when fresh. The
+    position is the test's place in its problem, also when only some tests run (selection.py: Run)."""
     return [
         derive(seed, index) if test.seed == "fresh" and seed is not None else index
-        for index, test in enumerate(problem.tests)
+        for index, test in zip(positions_of(problem), problem.tests, strict=True)
     ]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
+from grader.problems.custom_test import CustomTest
 from grader.problems.registry import EffectiveLimits, LoadedProblem
 
 
@@ -23,6 +26,41 @@ class VisibleTest(BaseModel):
     weight: float
 
 
+class ArgumentPublic(BaseModel):
+    name: str
+    type: str = Field(description="int, float, bool or tensor")
+    dtype: str | None = None
+    shape: list[int | str] | None = Field(None, description="sizes, or names of dimensions shared between arguments")
+    min: int | float | str | None = Field(None, description="a number, or an earlier int argument (`n - 1`)")
+    max: int | float | str | None = None
+    finite: bool = True
+    max_elements: int | None = None
+    default: Any = None
+    description: str = ""
+
+
+class CustomTestPublic(BaseModel):
+    name: str
+    description: str
+    code: str = Field(description="the test's body; the arguments are in scope as names")
+    arguments: list[ArgumentPublic]
+    dimensions: dict[str, dict[str, int]] = Field(default_factory=dict, description="min and max size by name")
+
+    @classmethod
+    def of(cls, test: CustomTest) -> CustomTestPublic:
+        arguments = [
+            ArgumentPublic(**{**argument.model_dump(), **({} if argument.type == "tensor" else {"max_elements": None})})
+            for argument in test.arguments
+        ]
+        return cls(
+            name=test.name,
+            description=test.description,
+            code=test.code,
+            arguments=arguments,
+            dimensions={name: limits.model_dump() for name, limits in test.dimensions.items()},
+        )
+
+
 class ProblemPublic(ProblemSummary):
     statement: str
     starter_code: str
@@ -31,10 +69,15 @@ class ProblemPublic(ProblemSummary):
     helpers: str = ""
     visible_tests: list[VisibleTest]
     hidden_tests: int
-    runs: str = Field(
-        "all",
-        description="what POST /api/runs may run: the visible tests and one's own test bodies (all), "
-        "or the visible tests only (visible-only)",
+    custom_test: CustomTestPublic | None = Field(
+        None,
+        description="the test POST /api/runs runs on values of one's own (`inputs`), with its arguments; null: "
+        "Run takes the visible tests only",
+    )
+    hidden_results: str = Field(
+        "summary",
+        description="what a verdict shows of the hidden tests: summary (how many passed, the first that did not) "
+        "or per-test (also each one's status)",
     )
 
 
@@ -62,5 +105,6 @@ def problem_public(problem: LoadedProblem) -> ProblemPublic:
         helpers=p.helpers,
         visible_tests=[VisibleTest(name=t.name, code=t.code, weight=t.weight) for t in p.tests if t.visible],
         hidden_tests=sum(1 for t in p.tests if not t.visible),
-        runs=p.runs,
+        custom_test=CustomTestPublic.of(p.custom_test) if p.custom_test is not None else None,
+        hidden_results=p.hidden_results,
     )

@@ -5,21 +5,13 @@ from __future__ import annotations
 import keyword
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from grader.grading import checkers
+from grader.problems.custom_test import CustomTest, clashes
+from grader.problems.rules import NestedError, compiled_body, known_checker, parsed_check
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
-
-
-class NestedError(ValueError):
-    """An error inside a field that a validator checks itself (a checker's options): where in the field,
-    so that the problem's loader can name the line of the very value."""
-
-    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
-        super().__init__(f"{'.'.join(map(str, loc))}: {message}")
-        self.loc = loc
-        self.message = message
 
 
 class Strict(BaseModel):
@@ -73,9 +65,7 @@ class TestCase(Strict):
     @field_validator("checker")
     @classmethod
     def _known_checker(cls, name: str) -> str:
-        if name not in checkers.names():
-            raise ValueError(f"unknown checker {name!r}; known: {', '.join(checkers.names())}")
-        return name
+        return known_checker(name)
 
     @field_validator("check")
     @classmethod
@@ -83,24 +73,12 @@ class TestCase(Strict):
         name = info.data.get("checker")
         if name is None:  # the checker itself is refused; that error is enough
             return check
-        parsed = {}
-        for key, options in check.items():
-            try:
-                parsed.update(checkers.get(name).parse({key: options}))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                raise NestedError((key, *first.get("loc", ())), f"{first.get('msg')} ({name} checker)") from None
-        return parsed
+        return parsed_check(name, check)
 
     @field_validator("code")
     @classmethod
     def _compiles(cls, code: str) -> str:
-        body = "".join("    " + line + "\n" for line in code.splitlines())
-        try:
-            compile("def __test__():\n" + body, "<test>", "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            raise ValueError(f"test code does not compile: line {(exc.lineno or 2) - 1}: {exc.msg}") from exc
-        return code
+        return compiled_body(code)
 
 
 class Pitfall(Strict):
@@ -131,15 +109,16 @@ class Problem(Strict):
     entry_points: list[str] = Field(min_length=1, description="the functions a submission must define")
     reference: str = Field(min_length=1, description="the trusted solution; runs only in the sandbox; never shown")
     limits: Limits = Field(default_factory=Limits)
-    runs: Literal["all", "visible-only"] = Field(
-        "all",
-        description="what POST /api/runs may run: the visible tests and test bodies a learner writes (all), or the "
-        "visible tests only",
-    )
     seed: Literal["fixed", "fresh"] = Field(
         "fresh",
         description="the default `seed` of the hidden tests: fresh (each submission gets new inputs, so hidden "
         "tests cannot be memorised) or fixed; visible tests are fixed unless they say otherwise",
+    )
+    hidden_results: Literal["summary", "per-test"] = Field(
+        "summary",
+        description="what a submitter sees of the hidden tests: summary (how many passed and the number of the "
+        "first that did not) or per-test (also each one's status, once the verdict is in; never a name, message, "
+        "details, time or output)",
     )
     helpers: str = Field(
         "",
@@ -147,12 +126,34 @@ class Problem(Strict):
         "test's code: its names are in scope in every test; shown on the problem page",
     )
     tests: list[TestCase] = Field(min_length=1)
+    custom_test: CustomTest | None = Field(
+        None,
+        description="the test a learner runs on values of their own (POST /api/runs with `inputs`): its arguments "
+        "declared (types, shapes, ranges, defaults), its body written for them; without it, Run takes the visible "
+        "tests only",
+    )
     pitfalls: list[Pitfall] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(
         default_factory=list,
         description="other correct solutions (whole modules), never shown: the check requires each to be accepted "
         "under every seed it tries",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runs_gone(cls, data: Any) -> Any:
+        """`runs:` (all | visible-only) said whether Run took test bodies a learner wrote; it takes values for
+        `custom_test` now, and only those. Files stored with it still load; it means nothing any more."""
+        if isinstance(data, dict) and data.get("runs") in ("all", "visible-only"):
+            data = {key: value for key, value in data.items() if key != "runs"}
+        return data
+
+    @model_validator(mode="after")
+    def _custom_test_names(self) -> Problem:
+        clash = clashes(self.custom_test, self.entry_points) if self.custom_test is not None else None
+        if clash is not None:
+            raise NestedError(("custom_test", "arguments"), clash)
+        return self
 
     @model_validator(mode="after")
     def _resolve_seeds(self) -> Problem:

@@ -1,6 +1,7 @@
 """The learner's loop in a real browser against the real service: Run on the visible tests and on one's own
-test (expected against got, what the code printed), the refusals a run can meet, a problem that takes no
-tests of one's own, and what a visible test printed under it in the report, live and after a reload."""
+input (the custom test's form: expected against got, what the code printed, values refused inline), the
+refusals a run can meet, a problem that takes no input of one's own, and what a visible test printed under
+it in the report, live and after a reload."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.web.accessibility import assert_accessible
 from tests.web.conftest import SCREENSHOTS, BrowserLog, screenshot
-from tests.web.solutions import FORGOT_SCALING, OWN_TEST, PRINTS, PRINTS_SLOWLY
+from tests.web.solutions import FORGOT_SCALING, PRINTS, PRINTS_SLOWLY
 
 pytestmark = pytest.mark.docker
 
@@ -21,21 +22,24 @@ RUN_TIMEOUT_MS = 90_000
 VISIBLE_TESTS = 4  # problems/embedding-layer.yaml
 
 
-def run_from_page(page: Any, source: str, own_test: str | None = "") -> Any:
-    """Fills the editor (and one's own test, unless None), presses Run, and returns the result section."""
+def run_from_page(page: Any, source: str, inputs: dict[str, str] | None = None) -> Any:
+    """Fills the editor (and, with `inputs`, the custom test's fields), presses Run (or Run on my input), and
+    returns the result section."""
     page.fill("#source", source)
-    if own_test is not None:
-        page.fill("#custom-test", own_test)
-    page.get_by_role("button", name="Run", exact=True).click()
+    if inputs is None:
+        page.get_by_role("button", name="Run", exact=True).click()
+    else:
+        for name, text in inputs.items():
+            page.get_by_label(name, exact=True).fill(text)
+        page.get_by_role("button", name="Run on my input", exact=True).click()
     page.wait_for_selector("#run-button:not([disabled])", timeout=RUN_TIMEOUT_MS)
-    result = page.locator("#run-result")
-    assert result.is_visible(), page.locator("#run-error").inner_text()
-    return result
+    return page.locator("#run-result")
 
 
 def test_run_on_the_visible_tests_shows_each_result_and_what_it_printed(page: Any, browser_log: BrowserLog) -> None:
     page.goto("/problems/embedding-layer")
     result = run_from_page(page, PRINTS)
+    assert result.is_visible(), page.locator("#run-error").inner_text()
     assert page.url.endswith("/problems/embedding-layer"), "a run stays on the page"
     assert result.get_attribute("data-status") == "accepted"
     assert "Accepted" in result.locator("[data-run-summary]").inner_text()
@@ -56,43 +60,69 @@ def test_run_on_the_visible_tests_shows_each_result_and_what_it_printed(page: An
     assert browser_log.dialogs == []
 
 
-def test_run_on_ones_own_test_shows_expected_against_got(page: Any) -> None:
+def test_run_on_ones_own_input_shows_expected_against_got(page: Any) -> None:
     page.goto("/problems/embedding-layer")
-    result = run_from_page(page, FORGOT_SCALING, OWN_TEST)
+    form = page.locator("#custom-input")
+    # The form starts from the custom test's defaults, each field with its type, shape and bounds.
+    assert page.get_by_label("tokens", exact=True).input_value() == "[[2, 0, 3]]"
+    assert page.get_by_label("vocab_size", exact=True).input_value() == "5"
+    assert "tensor of shape [batch, seq], int64, from 0 to vocab_size - 1" in form.inner_text()
+    result = run_from_page(page, FORGOT_SCALING, {"vocab_size": "7", "tokens": "[[1, 2]]"})
+    assert result.is_visible(), page.locator("#run-error").inner_text()
     assert result.get_attribute("data-status") == "wrong_answer"
     (test,) = result.locator("li.run-test").all()
-    assert test.get_attribute("data-test-name") == "your test 1"
+    assert test.get_attribute("data-test-name") == "your tokens"
     assert test.get_attribute("data-status") == "failed" and "Wrong answer" in test.inner_text()
     compare = test.locator("table.compare").inner_text()
-    assert "Expected" in compare and "Got" in compare and "(2, 4)" in compare and "float32" in compare
+    assert "Expected" in compare and "Got" in compare and "(1, 2, 4)" in compare and "float32" in compare
     assert "Max abs error" in test.inner_text()
     assert test.locator("table.mismatches").is_visible()
-    rows = test.locator("table.returned tbody tr").all()
-    assert len(rows) == 1
-    expected, got = (cell.inner_text() for cell in rows[0].locator("td").all())
-    assert expected.startswith("tensor (2, 4) float32 [") and got.startswith("tensor (2, 4) float32 [")
+    rows = {row.locator("th").inner_text(): row for row in test.locator("table.returned tbody tr").all()}
+    expected, got = (cell.inner_text() for cell in rows["out"].locator("td").all())
+    assert expected.startswith("tensor (1, 2, 4) float32 [") and got.startswith("tensor (1, 2, 4) float32 [")
     assert expected != got  # the reference scales by sqrt(4) = 2; this code does not
-    assert test.get_by_role("group", name="Printed output of your test 1").inner_text().startswith("my test ran")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".editor-card").screenshot(path=str(SCREENSHOTS / "problem-run-own-test.png"))
-    # The problem page with the Run box showing a result: no accessibility violation.
-    assert_accessible(page, "the problem page with a run's result")
+    page.locator(".editor-card").screenshot(path=str(SCREENSHOTS / "problem-run-own-input.png"))
+    assert_accessible(page, "the problem page with a run's result on one's own input")
 
-    # Output past 4 KiB arrives cut, with the mark the server put on it, in a block that scrolls and that
-    # the keyboard can reach.
-    run_from_page(page, FORGOT_SCALING, 'print("y" * 6000)\nreturn {"n": 1}')
+    # What the code printed, past 4 KiB: cut with the server's mark, in a block that scrolls and that the
+    # keyboard can reach.
+    printing = PRINTS.replace('print("embedding tokens of shape", tuple(tokens.shape))', 'print("y" * 6000)')
+    run_from_page(page, printing, {"tokens": "[[1, 2, 3]]"})
     assert result.get_attribute("data-status") == "accepted"
-    printed = result.get_by_role("group", name="Printed output of your test 1")
+    printed = result.get_by_role("group", name="Printed output of your tokens")
     text = printed.inner_text()
-    assert text.startswith("yyyy") and text.endswith("(truncated)") and len(text) < 4200
+    assert text.startswith("<img src=x onerror=alert(3)> loaded\nyyyy") and text.endswith("(truncated)")
+    assert len(text) < 4200 and page.locator("#run-result img").count() == 0
     assert printed.evaluate("pre => pre.scrollHeight > pre.clientHeight") and printed.get_attribute("tabindex") == "0"
     assert_accessible(page, "the problem page with a run's long output")
 
-    # A test body that does not compile: its own error, with its line.
-    run_from_page(page, FORGOT_SCALING, "x = (\nreturn 1")
-    assert result.get_attribute("data-status") == "compile_error"
-    message = result.locator("li.run-test .run-test-message").inner_text()
-    assert message.startswith("compile error: ") and "(line 1 of your test)" in message
+
+def test_values_that_do_not_fit_are_marked_on_their_field(page: Any, browser_log: BrowserLog) -> None:
+    page.goto("/problems/embedding-layer")
+    tokens = page.get_by_label("tokens", exact=True)
+    # Refused by the server (a token above vocab_size - 1): the message under the field, which is marked.
+    run_from_page(page, FORGOT_SCALING, {"tokens": "[[1, 99]]"})
+    error = page.locator("#input-tokens-error")
+    assert error.is_visible() and error.inner_text() == "tokens[0][1]: 99 is above the maximum, vocab_size - 1 = 4"
+    assert tokens.get_attribute("aria-invalid") == "true"
+    assert tokens.evaluate("field => document.activeElement === field"), "the first field in error has the focus"
+    assert "see the fields marked below" in page.locator("#run-error").inner_text()
+    assert page.locator("#run-result").is_hidden()
+    (logged,) = browser_log.errors  # the browser logs the refused request itself
+    assert "status of 422" in logged, logged
+    browser_log.errors.clear()
+    assert_accessible(page, "the problem page with a value refused")
+    # Not JSON at all: refused here, before anything is sent.
+    run_from_page(page, FORGOT_SCALING, {"tokens": "[[1, 2", "d_model": "four"})
+    assert page.locator("#input-tokens-error").inner_text().startswith("tokens: write a JSON list")
+    assert page.locator("#input-d_model-error").inner_text() == "d_model: write a number"
+    # The defaults back, the marks gone; a run on them is accepted for a correct solution.
+    page.get_by_role("button", name="Reset to the defaults").click()
+    assert tokens.input_value() == "[[2, 0, 3]]" and tokens.get_attribute("aria-invalid") is None
+    result = run_from_page(page, PRINTS, {})
+    assert result.get_attribute("data-status") == "accepted"
+    assert page.locator("[data-field-error]:visible").count() == 0
 
 
 @pytest.mark.parametrize(
@@ -100,7 +130,7 @@ def test_run_on_ones_own_test_shows_expected_against_got(page: Any) -> None:
     [
         (429, {"Retry-After": "17"}, "rate limit: at most 10 runs per minute", "Try again in 17 seconds"),
         (503, {"Retry-After": "5"}, "no sandbox to run in now: the pool is empty", "No sandbox is free"),
-        (422, {}, "tests: problem 'x' runs its visible tests only", "Not run: tests: problem 'x'"),
+        (422, {}, "source is empty", "Not run: source is empty"),
     ],
 )
 def test_a_refused_run_says_why(
@@ -124,13 +154,13 @@ def test_a_refused_run_says_why(
 
 
 @pytest.fixture
-def visible_only(service: Any) -> Iterator[str]:
-    """A copy of the embedding problem that takes no tests of one's own (`runs: visible-only`)."""
+def without_custom_test(service: Any) -> Iterator[str]:
+    """A copy of the embedding problem without a custom test: Run takes its visible tests only."""
     registry = service.registry
     original = registry.get("embedding-layer")
     problem_id = "embedding-layer-visible-only"
     copy = original.problem.model_copy(
-        update={"id": problem_id, "title": "Embedding (visible only)", "runs": "visible-only"}
+        update={"id": problem_id, "title": "Embedding (visible only)", "custom_test": None}
     )
     registry.put_upload(registry.make(copy, uploaded=True))
     try:
@@ -139,13 +169,15 @@ def visible_only(service: Any) -> Iterator[str]:
         registry.remove_upload(problem_id)
 
 
-def test_a_problem_without_ones_own_tests_has_no_box_but_runs(page: Any, live_server: str, visible_only: str) -> None:
-    assert httpx.get(f"{live_server}/api/problems/{visible_only}").json()["runs"] == "visible-only"
-    assert httpx.get(f"{live_server}/api/problems/embedding-layer").json()["runs"] == "all"
-    page.goto(f"/problems/{visible_only}")
-    assert page.locator("#custom-test").count() == 0
-    assert "takes no tests of your own" in page.locator("#run-help").inner_text()
-    result = run_from_page(page, PRINTS, None)
+def test_a_problem_without_a_custom_test_has_no_form_but_runs(
+    page: Any, live_server: str, without_custom_test: str
+) -> None:
+    assert httpx.get(f"{live_server}/api/problems/{without_custom_test}").json()["custom_test"] is None
+    assert httpx.get(f"{live_server}/api/problems/embedding-layer").json()["custom_test"]["name"] == "your tokens"
+    page.goto(f"/problems/{without_custom_test}")
+    assert page.locator("#custom-input").count() == 0
+    assert "takes no input of your own" in page.locator("#run-help").inner_text()
+    result = run_from_page(page, PRINTS)
     assert result.locator("li.run-test").count() == VISIBLE_TESTS
 
 

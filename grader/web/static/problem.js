@@ -1,10 +1,10 @@
 // The problem page: the editor (with a draft kept per problem in this browser), the Submit button that
-// POSTs JSON to /api/submissions and goes to the live report, the Run button and one's own test (run.js),
+// POSTs JSON to /api/submissions and goes to the live report, Run and Run on my input (run.js),
 // and this browser's submissions.
 
 import { recordSubmission, renderBrowserState } from "./common.js";
 import { Editor } from "./editor.js";
-import { refusal, renderRun } from "./run.js";
+import { inputErrors, inputsBody, readInputs, refusal, renderRun, showInputErrors } from "./run.js";
 
 const form = document.getElementById("submit-form");
 const textarea = document.getElementById("source");
@@ -125,18 +125,23 @@ async function submit(event) {
   window.location.assign(`/submissions/${encodeURIComponent(body.id)}`);
 }
 
-// -- Run: the visible tests, or one's own test, with expected against got under the editor -------------
+// -- Run: the visible tests, or the custom test on one's own input, with expected against got ------------
 const runButton = document.getElementById("run-button");
 const runError = document.getElementById("run-error");
 const runResult = document.getElementById("run-result");
 const runAnnouncer = document.getElementById("run-announcer");
-const customArea = document.getElementById("custom-test");
-const customEditor = customArea ? new Editor(customArea, { onSubmit: () => run() }) : null;
+const customForm = document.getElementById("custom-input");
+const runCustomButton = document.getElementById("run-custom-button");
+const argumentNames = customForm ? [...customForm.querySelectorAll("[data-argument]")].map((b) => b.dataset.argument) : [];
 
 function setRunning(busy) {
-  runButton.disabled = busy;
-  runButton.setAttribute("aria-busy", busy ? "true" : "false");
+  for (const button of [runButton, runCustomButton]) {
+    if (!button) continue;
+    button.disabled = busy;
+    button.setAttribute("aria-busy", busy ? "true" : "false");
+  }
   runButton.querySelector("span").textContent = busy ? "Running…" : "Run";
+  if (runCustomButton) runCustomButton.querySelector("span").textContent = busy ? "Running…" : "Run on my input";
   if (busy) runAnnouncer.textContent = "Running your code…";
 }
 
@@ -146,17 +151,27 @@ function showRunError(message) {
   runAnnouncer.textContent = "";
 }
 
-async function run() {
+/** Runs the editor's code: on the visible tests, or (own) on the custom test with the form's values. */
+async function run(own = false) {
   if (runButton.disabled) return;
   const source = textarea.value;
   runError.hidden = true;
+  if (customForm) showInputErrors(customForm, new Map());
   if (!source.trim()) {
     showRunError("Write some code first: the source is empty.");
     return;
   }
-  const body = { problem_id: problemId, source };
-  const own = customEditor ? customEditor.value : "";
-  if (own.trim()) body.tests = [{ code: own }];
+  let body = JSON.stringify({ problem_id: problemId, source });
+  if (own) {
+    const { texts, errors } = readInputs(customForm);
+    if (errors.length) {
+      const first = showInputErrors(customForm, new Map(errors));
+      showRunError("Not run: some values are not valid; see the fields marked below.");
+      if (first) first.focus();
+      return;
+    }
+    body = inputsBody(problemId, source, texts);
+  }
   writeDraft(source);
   setRunning(true);
   let response;
@@ -165,7 +180,7 @@ async function run() {
     response = await fetch("/api/runs", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify(body),
+      body,
     });
     answer = await response.json().catch(() => null);
   } catch {
@@ -175,12 +190,39 @@ async function run() {
   }
   setRunning(false);
   if (!response.ok || !answer || !Array.isArray(answer.tests)) {
+    const detail = answer && typeof answer.detail === "string" ? answer.detail : "";
+    if (own && response.status === 422 && detail) {
+      const { byName, rest } = inputErrors(detail, argumentNames);
+      if (byName.size) {
+        const first = showInputErrors(customForm, byName);
+        const more = rest.length ? ` (${rest.join("; ")})` : "";
+        showRunError(`Not run: some values do not fit this test; see the fields marked below${more}.`);
+        if (first) first.focus();
+        return;
+      }
+    }
     showRunError(refusal(response, answer));
     return;
   }
   runAnnouncer.textContent = renderRun(runResult, answer);
 }
 
-runButton.addEventListener("click", run);
+if (customForm) {
+  customForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    run(true);
+  });
+  document.getElementById("defaults-button").addEventListener("click", () => {
+    for (const field of customForm.querySelectorAll(".custom-value")) {
+      if (field.tagName === "SELECT") {
+        for (const option of field.options) option.selected = option.defaultSelected;
+      } else {
+        field.value = field.defaultValue;
+      }
+    }
+    showInputErrors(customForm, new Map());
+  });
+}
+runButton.addEventListener("click", () => run(false));
 form.addEventListener("submit", submit);
 renderBrowserState();

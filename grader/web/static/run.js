@@ -1,6 +1,6 @@
-// The problem page's Run button: POST /api/runs with the editor's code (and, when the "your own test" box
-// has something, that test body), then the answer under the editor: per test its result, expected
-// against got (as the report shows a failed visible test), and what the code printed.
+// The problem page's Run buttons: POST /api/runs with the editor's code (and, for Run on my input, the
+// custom test's values from its form, sent as JSON values), then the answer under the editor: per test its
+// result, expected against got (as the report shows a failed visible test), and what the code printed.
 //
 // Everything in a run's answer comes from the submission or from what it returned: it goes into the page
 // as text (textContent, createElement), never as HTML.
@@ -207,9 +207,7 @@ function preformatted(className, label, text) {
 }
 
 function lineNote(test) {
-  if (typeof test.line !== "number") return "";
-  const message = typeof test.message === "string" ? test.message : "";
-  return message.startsWith("compile error") ? ` (line ${test.line} of your test)` : ` (line ${test.line} of your code)`;
+  return typeof test.line === "number" ? ` (line ${test.line} of your code)` : "";
 }
 
 function renderTest(test, index) {
@@ -279,4 +277,76 @@ export function refusal(response, body) {
   }
   if (response.status === 413) return `Your code is too large to run: ${detail}.`;
   return `Not run: ${detail}.`;
+}
+
+// -- One's own input: the custom test's arguments, sent as JSON values, never as code ------------------
+
+/**
+ * The form's values as JSON texts, each checked by JSON.parse (so that what is sent is JSON), kept as the
+ * learner typed them: an integer beyond 2^53 reaches the server as written. Returns {texts, errors}.
+ */
+export function readInputs(form) {
+  const texts = [];
+  const errors = [];
+  for (const box of form.querySelectorAll("[data-argument]")) {
+    const name = box.dataset.argument;
+    const field = box.querySelector(".custom-value");
+    const text = field.value.trim();
+    if (box.dataset.type === "bool") {
+      texts.push([name, text === "true" ? "true" : "false"]);
+      continue;
+    }
+    try {
+      JSON.parse(text);
+      texts.push([name, text]);
+    } catch {
+      const what = box.dataset.type === "tensor" ? "a JSON list, such as [[1, 2], [3, 4]]" : "a number";
+      errors.push([name, `${name}: write ${what}`]);
+    }
+  }
+  return { texts, errors };
+}
+
+/** The body of a run on one's own input: JSON, with each value's text as typed (already parsed once). */
+export function inputsBody(problemId, source, texts) {
+  const head = JSON.stringify({ problem_id: problemId, source });
+  const inputs = texts.map(([name, text]) => `${JSON.stringify(name)}:${text}`).join(",");
+  return `${head.slice(0, -1)},"inputs":{${inputs}}}`;
+}
+
+/**
+ * A 422's detail split into the errors of each argument ("inputs.NAME...: message") and the rest. The
+ * server joins its errors with "; " before each "inputs" (and before "and N more errors").
+ */
+export function inputErrors(detail, names) {
+  const byName = new Map();
+  const rest = [];
+  for (const part of String(detail).split(/;\s(?=inputs\b|and \d+ more)/)) {
+    const match = /^inputs\.([A-Za-z_][A-Za-z0-9_]*)/.exec(part);
+    if (match && names.includes(match[1])) {
+      if (!byName.has(match[1])) byName.set(match[1], part.slice("inputs.".length));
+    } else {
+      rest.push(part);
+    }
+  }
+  return { byName, rest };
+}
+
+/** Shows each argument's error under its field (and marks the field invalid); clears the others. */
+export function showInputErrors(form, byName) {
+  let first = null;
+  for (const box of form.querySelectorAll("[data-argument]")) {
+    const field = box.querySelector(".custom-value");
+    const note = box.querySelector("[data-field-error]");
+    const message = byName.get(box.dataset.argument);
+    note.textContent = message || "";
+    note.hidden = !message;
+    if (message) {
+      field.setAttribute("aria-invalid", "true");
+      first = first || field;
+    } else {
+      field.removeAttribute("aria-invalid");
+    }
+  }
+  return first;
 }
