@@ -103,7 +103,7 @@ def _check(args: argparse.Namespace) -> int:
             path = Path(name)
             print(path, flush=True)
             try:
-                text = path.read_text(encoding="utf-8")
+                text = path.read_text(encoding="utf-8-sig")
             except UnicodeDecodeError:
                 print(f"  FAIL  read          {path}: the file is not UTF-8 text", flush=True)
                 failed.append(name)

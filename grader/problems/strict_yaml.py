@@ -1,11 +1,12 @@
-"""The YAML that problem files may use: PyYAML's safe subset without anchors and aliases, nested at most
-MAX_DEPTH levels.
+"""The YAML that problem files may use: PyYAML's safe subset without anchors and aliases or a key written
+twice in one mapping, nested at most MAX_DEPTH levels.
 
 An alias re-uses a node, so a small file can stand for a huge problem: a 64 KiB string aliased a thousand
 times is a 64 MB problem once the registry dumps it to compute its version, and nested aliases (the
 "billion laughs") grow exponentially. Problem files never need them, so they are refused outright, at the
 first anchor or alias, before anything is built. The composer also recurses once per nesting level: a
-file of nested brackets would end in a RecursionError instead of a refusal.
+file of nested brackets would end in a RecursionError instead of a refusal. And YAML takes the last of
+two equal keys, silently: a second `pitfalls:` once dropped the five pitfalls of the first.
 """
 
 from __future__ import annotations
@@ -46,9 +47,26 @@ class StrictLoader(yaml.SafeLoader):
             raise YamlRefused(line, f"YAML nested deeper than {MAX_DEPTH} levels")
         self._depth += 1
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if isinstance(node, yaml.MappingNode):
+            _refuse_repeated_keys(node)
+        return node  # type: ignore[no-any-return]
+
+
+def _refuse_repeated_keys(node: yaml.MappingNode) -> None:
+    seen: dict[Any, int] = {}
+    for key, _value in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        name = (key.tag, key.value)
+        line = key.start_mark.line + 1
+        if name in seen:
+            raise YamlRefused(
+                line, f"the key {key.value[:80]!r} is written twice in one mapping (lines {seen[name]} and {line})"
+            )
+        seen[name] = line
 
 
 def compose(text: str) -> yaml.Node | None:

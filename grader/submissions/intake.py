@@ -8,8 +8,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
 from grader.config import Settings
@@ -37,6 +38,18 @@ class Stored:
     submission_id: str
     replayed: bool  # an earlier request with the same Idempotency-Key made it
     taken: Any = None  # its row, when stored already taken for a grader of this process that waits
+
+
+BOM = "\ufeff"
+
+
+def without_bom(source: str) -> str:
+    """The source without the byte-order mark some editors (Windows Notepad among them) save at the start of
+    a UTF-8 file: Python ignores it in a file, but not in a string given to compile()."""
+    return source[1:] if source.startswith(BOM) else source
+
+
+SourceText = Annotated[str, AfterValidator(without_bom)]
 
 
 def check_source(source: str, max_bytes: int) -> None:
@@ -167,12 +180,10 @@ class Intake:
             raise Refused(429, QUEUE_FULL, reason="queue_full", headers={"Retry-After": "5"}) from None
         self.metrics.submissions_created.inc()
 
-    def read(self, submission_id: str, *, with_seed: bool = False) -> SubmissionPublic | None:
-        """The public view; `with_seed` adds the seed (for the admin)."""
-        view = read_submission(self.db, self.registry, submission_id)
-        if view is None:
-            return None
-        return view.public.model_copy(update={"seed": view.seed}) if with_seed else view.public
+    def read(self, submission_id: str, *, admin: bool = False) -> SubmissionPublic | None:
+        """The public view; with `admin`, the admin's (every test whole, and the seed)."""
+        view = read_submission(self.db, self.registry, submission_id, admin=admin)
+        return view.public if view is not None else None
 
     def _latest(self, submission_id: str, event: Watch) -> SubmissionPublic | None:
         if event.row is not None:

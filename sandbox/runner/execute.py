@@ -24,6 +24,7 @@ import protocol
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torchstate
 import values
 
 SUBMISSION_FILE = "submission.py"
@@ -184,11 +185,19 @@ def _moved_up(const: object) -> object:
 
 
 def run_test(
-    index: int, seed: int, code: str, entry_points: dict, max_result: int, helpers: str = ""
+    index: int,
+    seed: int,
+    code: str,
+    entry_points: dict,
+    max_result: int,
+    helpers: str = "",
+    settings: dict | None = None,
 ) -> tuple[dict, bytes]:
     """Runs one test's code; once it is done, nothing of the test is left for the submission to read:
     no source lines in linecache, no namespace holding the test function (emptied, so that a reference
-    the submission kept to it finds nothing), no syntax tree."""
+    the submission kept to it finds nothing), no syntax tree. `settings`: torch's process-wide settings as
+    the judge has them (torchstate.py), put back before the test (what the submission's import or an earlier
+    test set is gone) and after it."""
     filename = f"<test {index + 1}>"
     namespace = _test_globals(entry_points)
     try:
@@ -203,16 +212,28 @@ def run_test(
         random.seed(seed)
         np.random.seed(seed % 2**32)
         try:
+            if settings is not None:
+                torchstate.restore(settings)
             if helpers:  # the problem's shared code, in the test's namespace, after the seeds (it may draw)
                 linecache.cache[HELPERS_FILE] = (len(helpers), None, helpers.splitlines(True), HELPERS_FILE)
                 exec(compile(helpers, HELPERS_FILE, "exec", dont_inherit=True), namespace)
-            result = namespace["__test__"]()
+            with torch.inference_mode(False):  # a submission may have entered inference mode and stayed there
+                result = namespace["__test__"]()
         except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
             return _failure(exc), b""
         return _encode_result(result, max_result)
     finally:
         linecache.cache.pop(filename, None)
         namespace.clear()
+        if settings is not None:
+            _restore_quietly(settings)
+
+
+def _restore_quietly(settings: dict) -> None:
+    try:
+        torchstate.restore(settings)
+    except BaseException:  # noqa: BLE001 - a submission may have broken torch's setters: the next test says so
+        pass
 
 
 def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
@@ -277,6 +298,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         confinement.apply(int(limits["memory_mb"]), cpu_budget)
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    settings = torchstate.snapshot()  # the judge's own: put back before and after every test
     entry_points, failure = load_submission(source, names)
     del source, job
     _send(res_w, protocol.CHILD_LOAD, failure or {"status": protocol.OK})
@@ -291,7 +313,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
             os._exit(0)
         del body
         started = time.perf_counter()
-        outcome, value = run_test(index, seed, code, entry_points, max_result, helpers)
+        outcome, value = run_test(index, seed, code, entry_points, max_result, helpers, settings)
         del code
         outcome["index"] = index
         outcome["cpu_ms"] = round((time.perf_counter() - started) * 1000, 3)

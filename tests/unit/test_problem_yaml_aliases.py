@@ -120,3 +120,24 @@ def test_ampersands_and_asterisks_inside_strings_are_fine(problem_yaml: str, mut
 @pytest.mark.parametrize("path", sorted((REPO_ROOT / "problems").glob("*.yaml")), ids=lambda path: path.name)
 def test_every_shipped_problem_parses_without_anchors(path: Path) -> None:
     assert parse_problem(path.read_text(encoding="utf-8"), path.name).id == path.stem
+
+
+def test_a_key_written_twice_is_refused_naming_both_lines(problem_yaml: str) -> None:
+    """YAML keeps the last of two equal keys: a second `pitfalls:` once dropped the five of the first."""
+    lines = problem_yaml.splitlines()
+    first = next(number for number, line in enumerate(lines, 1) if line.startswith("pitfalls:"))
+    text = problem_yaml + "\npitfalls: []\n"
+    second = len(text.splitlines())
+    assert refuse(text) == (
+        f"{SOURCE}:{second}: the key 'pitfalls' is written twice in one mapping (lines {first} and {second})"
+    )
+
+
+def test_a_key_written_twice_inside_a_test_is_refused(problem_yaml: str, mutate) -> None:
+    text = mutate(problem_yaml, "    visible: true\n", "    visible: true\n    visible: false\n")
+    assert "the key 'visible' is written twice in one mapping" in refuse(text)
+
+
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / "problems").glob("*.yaml")), ids=lambda p: p.name)
+def test_no_shipped_problem_writes_a_key_twice(path: Path) -> None:
+    parse_problem(path.read_text(), path.name)

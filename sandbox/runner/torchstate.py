@@ -1,0 +1,81 @@
+"""Torch's and NumPy's process-wide settings, put back before every test.
+
+A test's inputs are made by the test's own code (`torch.tensor([...])` without a dtype, `torch.randn`), so a
+submission that sets a default dtype at import, turns grad mode off in one test, or asks for deterministic
+algorithms would change what the reference and the submission are asked, and what the next test does. Each
+setting is read once, when the child starts (the judge's own state), and put back before each test; the
+names of those a test left changed are reported with its result, so that the problem check can name a
+reference or a test that leaks them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch._tensor_str
+
+
+def _printoptions() -> dict[str, Any]:
+    return dict(vars(torch._tensor_str.PRINT_OPTS))
+
+
+def _set_printoptions(options: dict[str, Any]) -> None:
+    torch.set_printoptions(**options)
+
+
+def _deterministic() -> tuple[bool, bool]:
+    return torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+
+
+def _set_deterministic(state: tuple[bool, bool]) -> None:
+    torch.use_deterministic_algorithms(state[0], warn_only=state[1])
+
+
+def _anomaly() -> tuple[bool, bool]:
+    return torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+
+
+def _set_anomaly(state: tuple[bool, bool]) -> None:
+    torch.autograd.set_detect_anomaly(state[0], check_nan=state[1])
+
+
+def _numpy_errors() -> dict[str, str]:
+    return dict(np.geterr())
+
+
+def _set_numpy_errors(state: dict[str, str]) -> None:
+    np.seterr(**state)
+
+
+# name -> (read it, set it)
+SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
+    "default dtype": (torch.get_default_dtype, torch.set_default_dtype),
+    "default device": (lambda: str(torch.get_default_device()), torch.set_default_device),
+    "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
+    "deterministic algorithms": (_deterministic, _set_deterministic),
+    "anomaly mode": (_anomaly, _set_anomaly),
+    "number of threads": (torch.get_num_threads, torch.set_num_threads),
+    "float32 matmul precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+    "print options": (_printoptions, _set_printoptions),
+    "autocast": (lambda: torch.is_autocast_enabled("cpu"), lambda on: torch.set_autocast_enabled("cpu", on)),
+    "mkldnn": (lambda: torch.backends.mkldnn.enabled, lambda on: setattr(torch.backends.mkldnn, "enabled", on)),
+    "numpy error handling": (_numpy_errors, _set_numpy_errors),
+}
+
+
+def snapshot() -> dict[str, Any]:
+    """Every setting as it is now."""
+    return {name: read() for name, (read, _) in SETTINGS.items()}
+
+
+def restore(saved: dict[str, Any]) -> list[str]:
+    """Each setting that differs from `saved` put back; the names of those that differed."""
+    changed = []
+    for name, (read, write) in SETTINGS.items():
+        if read() != saved[name]:
+            changed.append(name)
+            write(saved[name])
+    return changed

@@ -1,0 +1,105 @@
+"""Torch's process-wide settings are the judge's in every test (sandbox/runner/torchstate.py): what a submission
+sets at import (a default dtype, deterministic algorithms) or leaves set by one test (grad mode off, inference
+mode, print options, threads) changes neither the tests' own inputs nor the next test. In the real sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from grader.config import Settings
+from grader.grading.execution import run_module
+from grader.grading.judge import Expected, judge_module
+from grader.grading.verdict import Status, Verdict
+from grader.problems.check import ProblemChecker
+from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+
+pytestmark = pytest.mark.docker
+
+PROBLEM = """\
+id: state
+title: Settings
+difficulty: easy
+statement: Double a tensor; and a training step.
+starter_code: |
+  def predict(x):
+      pass
+
+
+  def loss(w):
+      pass
+entry_points: [predict, loss]
+reference: |
+  def predict(x):
+      return x * 2
+
+
+  def loss(w):
+      return (w * w).sum()
+tests:
+  - name: the test's own input keeps the default dtype
+    visible: true
+    code: |
+      x = torch.tensor([1.0, 2.0])
+      return {"y": predict(x), "dtype": str(x.dtype), "made": str(torch.zeros(1).dtype)}
+  - name: a gradient, after a test whose call turned grad mode off
+    visible: true
+    code: |
+      w = torch.tensor([1.0, -2.0], requires_grad=True)
+      loss(w).backward()
+      return {"grad": w.grad}
+  - name: the settings a test finds
+    visible: true
+    code: |
+      return {
+          "deterministic": torch.are_deterministic_algorithms_enabled(),
+          "inference": torch.is_inference_mode_enabled(),
+          "grad": torch.is_grad_enabled(),
+          "anomaly": torch.is_anomaly_enabled(),
+          "printed": str(torch.tensor([1 / 3])),
+      }
+"""
+
+# Correct, but it changes torch's settings: at import, and in predict (as an inference helper might).
+UNTIDY = """\
+import torch
+
+torch.set_default_dtype(torch.float64)
+torch.use_deterministic_algorithms(True)
+torch.set_printoptions(precision=10)
+torch.autograd.set_detect_anomaly(True)
+
+
+def predict(x):
+    torch.set_grad_enabled(False)
+    torch.inference_mode(True).__enter__()
+    torch.set_num_threads(1)
+    return x * 2
+
+
+def loss(w):
+    return (w * w).sum()
+"""
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
+    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+        yield checker
+
+
+def grade(checker: ProblemChecker, source: str) -> Verdict:
+    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
+    sandboxes = checker.sandboxes()
+    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+
+
+def test_settings_a_submission_changes_reach_neither_the_tests_inputs_nor_the_next_test(
+    checker: ProblemChecker,
+) -> None:
+    verdict = grade(checker, UNTIDY)
+    failures = [(t.name, t.status, t.message) for t in verdict.tests if t.status != "passed"]
+    assert verdict.status == Status.ACCEPTED, failures
