@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -11,6 +10,7 @@ from pydantic import BaseModel
 from grader.api.deps import ComponentsDep, identify
 from grader.grading.verdict import Status
 from grader.storage import crud
+from grader.storage.db import UtcTime
 
 me_router = APIRouter(tags=["submissions"])
 
@@ -21,8 +21,8 @@ class SubmissionSummary(BaseModel):
     problem_version: str
     status: Status
     score: float
-    created_at: datetime
-    finished_at: datetime | None = None
+    created_at: UtcTime
+    finished_at: UtcTime | None = None
 
 
 class SubmissionList(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -26,6 +27,14 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A stored time with its time zone: SQLite gives back the UTC times it was given without one."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+UtcTime = Annotated[datetime, AfterValidator(as_utc)]  # a time as the API shows it: ISO 8601 in UTC, with its zone
 
 
 class Base(DeclarativeBase):

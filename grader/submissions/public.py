@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -29,7 +28,7 @@ from grader.grading.verdict import FINAL, Status, TestResult, TestStatus
 from grader.problems.registry import LoadedProblem, Registry
 from grader.sandboxes.protocol import bounded_text
 from grader.storage import crud
-from grader.storage.db import Database, Submission
+from grader.storage.db import Database, Submission, UtcTime
 
 MAX_INT_DIGITS = 64  # a longer integer in details is shown as text: its first and last digits, and its length
 MAX_TEXT = 16 * 1024  # any one text of a test, whatever the judge capped it to when it was stored
@@ -90,9 +89,9 @@ class SubmissionPublic(BaseModel):
     hint: str | None = None
     line: int | None = None
     traceback: str | None = None
-    created_at: datetime
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    created_at: UtcTime
+    started_at: UtcTime | None = None
+    finished_at: UtcTime | None = None
     seed: int | None = Field(None, description="what the hidden tests' inputs were drawn from; shown to the admin only")
     webhook: WebhookPublic | None = Field(None, description="the delivery of the verdict to callback_url")
     tests_total: int | None = Field(

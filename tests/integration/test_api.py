@@ -152,6 +152,7 @@ def test_the_verdict_a_waiting_request_gets_is_the_stored_one(client: TestClient
     assert waited.status_code == 200, waited.text
     body = waited.json()
     assert body["status"] == "wrong_answer" and body["finished_at"] is not None
+    assert body["created_at"].endswith("Z") and body["finished_at"].endswith("Z"), "ISO 8601 with its time zone"
     assert any(not test["visible"] for test in body["tests"])
     assert body == client.get(f"/api/submissions/{body['id']}").json()
 

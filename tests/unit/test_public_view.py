@@ -205,3 +205,27 @@ def test_details_leave_as_plain_bounded_json() -> None:
         depth, value = depth + 1, value[0]
     assert depth < 10
     assert plain_details({str(i): i for i in range(1000)}).keys() == {str(i) for i in range(64)}
+
+
+def test_times_are_iso_8601_with_their_time_zone() -> None:
+    """SQLite gives back the UTC times it was given without a zone: the API says they are UTC."""
+    from datetime import datetime
+
+    from grader.api.me import SubmissionSummary
+    from grader.storage.db import as_utc
+
+    naive = datetime(2026, 12, 2, 0, 5, 17, 722848)
+    assert as_utc(naive).isoformat() == "2026-12-02T00:05:17.722848+00:00"
+    summary = SubmissionSummary.model_validate(
+        {
+            "id": "s",
+            "problem_id": "p",
+            "problem_version": "1",
+            "status": "accepted",
+            "score": 1.0,
+            "created_at": naive,
+            "finished_at": naive,
+        }
+    )
+    dumped = summary.model_dump(mode="json")
+    assert dumped["created_at"] == dumped["finished_at"] == "2026-12-02T00:05:17.722848Z"
