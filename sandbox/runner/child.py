@@ -32,6 +32,11 @@ TASK_POLL_S = 0.05
 EXIT_REPORT_GRACE_S = 2.0
 # What a child may print before its READY (its warm-up is the judge's code: normally nothing).
 READY_OUTPUT_LIMIT = 1 << 20
+# A test whose time runs out while it holds between these shares of its memory limit is given this much
+# longer, once: a memory bomb on a loaded machine reaches its limit (and its MemoryError, or
+# the edge that memory_outcome in runner.py reads) within it, so that it is never a timeout the memory caused.
+MEMORY_GRACE_S = 1.0
+MEMORY_GRACE_BAND = (0.4, 0.85)
 
 
 def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
@@ -70,6 +75,29 @@ class Child:
         self.captured = bytearray()  # the first MAX_OUTPUT bytes of that, to be shown
         self.out_open = True
         self.ready = False  # its READY came: prepared and warmed up, waiting for its job
+        self.peak_at_timeout: int | None = None  # MB resident at its peak, read when its time ran out
+        self.memory_mb: int | None = None  # its job's memory limit, once it has a job
+        self.graced = False  # the memory's grace (MEMORY_GRACE_S) given once
+
+    def _memory_grace(self, peak: int | None) -> bool:
+        if self.graced or peak is None or not self.memory_mb:
+            return False
+        low, high = MEMORY_GRACE_BAND
+        self.graced = low * self.memory_mb <= peak < high * self.memory_mb
+        return self.graced
+
+    def peak_mb(self) -> int | None:
+        """The child's peak resident memory in MB (VmHWM; gVisor has only VmRSS, what it holds now), while it
+        lives; None when it cannot be read."""
+        found = []
+        try:
+            with open(f"/proc/{self.pid}/status") as status:
+                for line in status:
+                    if line.startswith(("VmHWM:", "VmRSS:")):
+                        found.append(int(line.split()[1]) // 1024)
+        except (OSError, ValueError, IndexError):
+            return None
+        return max(found) if found else None
 
     def await_ready(self, deadline: float, oom_before: int, phase: str) -> dict | None:
         """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
@@ -231,6 +259,11 @@ class Child:
                 now = time.monotonic()
                 remaining = deadline - now
                 if remaining <= 0:
+                    peak = self.peak_mb()  # before it is gone: was it filling its memory?
+                    if self._memory_grace(peak):
+                        deadline = now + MEMORY_GRACE_S
+                        continue
+                    self.peak_at_timeout = peak
                     self.kill()
                     return {"status": protocol.TIMEOUT, "message": f"time limit exceeded during {phase}"}, b""
                 if now >= next_census:

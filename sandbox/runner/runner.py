@@ -105,6 +105,24 @@ def clean_header(outcome: dict, statuses: tuple[str, ...]) -> dict:
     return header
 
 
+# A test whose time ran out while it held this much of its memory limit was filling its memory (a bomb that
+# page-faults its way towards the limit on a loaded machine): its failure is the memory's, not the clock's.
+MEMORY_NEAR_LIMIT = 0.85
+
+
+def memory_outcome(outcome: dict, proc: Child, memory_mb: int) -> dict:
+    """A test's or a load's outcome, told in terms of the memory limit when memory is what ended it: the
+    limit named, never an allocator's own words; a timeout at the edge of the limit is the memory's."""
+    status = outcome.get("status")
+    peak = proc.peak_at_timeout
+    if status == protocol.TIMEOUT and peak is not None and peak >= MEMORY_NEAR_LIMIT * memory_mb:
+        message = f"ran out of memory: it held {peak} MB of its {memory_mb} MB when its time ran out"
+        return {"status": protocol.MEMORY, "message": message}
+    if status == protocol.MEMORY:
+        return {**outcome, "message": f"used more than its memory limit of {memory_mb} MB"}
+    return outcome
+
+
 def protect_runner() -> None:
     """Not dumpable: processes of the same uid cannot ptrace the runner or read its /proc memory and environ."""
     try:
@@ -165,10 +183,11 @@ class Runner:
             if first:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
                 raise ChildNotReady(str(not_ready.get("message", "")))
             return not_ready
+        proc.memory_mb = job.memory_mb
         if not proc.send(protocol.CHILD_JOB, {}, job.for_child(), deadline):
             return proc.unsent_outcome(oom_before, "loading")
         outcome, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, job.output_kb * 1024, oom_before, "loading")
-        return outcome
+        return memory_outcome(outcome, proc, job.memory_mb)
 
     def run_job(self, job: Job) -> None:
         next_index = 0
@@ -210,6 +229,7 @@ class Runner:
             code, seed = job.tests[index]
             started = time.monotonic()
             proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
+            proc.graced = False  # the memory's grace, once per test
             phase = f"test {index + 1}"
             command = {"index": index, "seed": seed}
             if not proc.send(protocol.CHILD_TEST, command, code.encode(), started + job.time_s, self.flush):
@@ -218,6 +238,7 @@ class Runner:
                 outcome, body = proc.await_frame(
                     protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase, (HOLD_S, self.flush)
                 )
+            outcome = memory_outcome(outcome, proc, job.memory_mb)
             elapsed_ms = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
             header = clean_header(outcome, protocol.TEST_STATUSES)
             if header["status"] == protocol.OK and outcome.get("index") != index:

@@ -236,7 +236,7 @@ def test_a_name_that_now_resolves_inward_is_refused_at_the_attempt(
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: no certificate for the TLS test")
+        pytest.fail("openssl is not installed: no certificate for the TLS test")
     where = tmp_path_factory.mktemp("tls")
     cert, key = where / "cert.pem", where / "key.pem"
     subprocess.run(

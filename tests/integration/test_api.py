@@ -45,6 +45,9 @@ def test_problem_detail_never_leaks_reference_hidden_tests_or_pitfalls(client: T
     for secret in ("reference", "pitfalls", "math.sqrt(d_model)\n", "hint"):
         assert secret not in text, secret
     assert "d_model = 1024" not in text  # a hidden test's name
+    for listed in client.get("/api/problems").json():  # every problem's page, its custom test's words included
+        shown = client.get(f"/api/problems/{listed['id']}").text
+        assert "reference" not in shown and "pitfall" not in shown, listed["id"]
 
 
 def test_unknown_problem_is_404(client: TestClient) -> None:

@@ -151,9 +151,15 @@ def test_a_run_is_answered_by_a_worker(celery_stack: tuple[TestClient, GraderPro
     assert run["tests"] and all(test["expected"] is not None and test["got"] is not None for test in run["tests"])
     custom = client.post(
         "/api/runs",
-        json={"problem_id": "embedding-layer", "source": REFERENCE, "tests": [{"code": "return {'x': 1 +"}]},
+        json={"problem_id": "embedding-layer", "source": REFERENCE, "inputs": {"tokens": [[4, 4, 1]]}},
     )
-    assert custom.status_code == 200 and custom.json()["status"] == "compile_error"
+    assert custom.status_code == 200, custom.text
+    assert custom.json()["status"] == "accepted" and len(custom.json()["tests"]) == 1
+    bodies = client.post(
+        "/api/runs",
+        json={"problem_id": "embedding-layer", "source": REFERENCE, "tests": [{"code": "return {'x': 1}"}]},
+    )
+    assert bodies.status_code == 422 and "inputs" in bodies.json()["detail"]
 
 
 def test_with_no_worker_uploads_and_runs_answer_504_and_store_nothing(tmp_path: Path) -> None:

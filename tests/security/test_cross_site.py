@@ -9,13 +9,16 @@ nothing behind, while the service's own page (same origin) still runs and submit
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from grader.storage import crud
+from tests.conftest import wait_until_ready
 from tests.security.attacks import CORRECT
+from tests.security.conftest import security_settings
 
 pytestmark = pytest.mark.docker
 
@@ -24,11 +27,27 @@ OWN_ORIGIN = "http://testserver"  # the TestClient's Host
 SUBMISSION = {"problem_id": "embedding-layer", "source": CORRECT + "\nSENT_BY_A_FORM = True\n"}
 
 
-@pytest.fixture(autouse=True)
-def _one_runtime(sandbox_runtime: str) -> None:
-    # Before `client` starts a service: the HTTP edge is the same whatever runs the sandboxes.
-    if sandbox_runtime != "runc":
-        pytest.skip("the HTTP edge does not depend on the sandbox runtime")
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One service, under runc: the HTTP edge is the same whatever runs the sandboxes (this module's own
+    fixture, in place of the suite's one per runtime)."""
+    from grader.components import build
+
+    svc = build(security_settings(tmp_path_factory.mktemp("cross-site"), "runc"))
+    svc.start()
+    try:
+        wait_until_ready(svc)
+        yield svc
+    finally:
+        svc.stop()
+
+
+@pytest.fixture(scope="module")
+def client(service: Any) -> Iterator[TestClient]:
+    from grader.app import create_app
+
+    with TestClient(create_app(service.settings, components=service)) as test_client:
+        yield test_client
 
 
 def form_post(payload: dict[str, Any]) -> bytes:

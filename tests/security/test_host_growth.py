@@ -130,7 +130,7 @@ def _engine() -> docker.DockerClient:
 def _engine_root() -> Path:
     root = Path(_engine().info()["DockerRootDir"])
     if not (root / "containers").is_dir():
-        pytest.skip(f"the Docker engine's root ({root}) is not on this machine")
+        pytest.fail(f"the Docker engine's root ({root}) is not on this machine")
     return root
 
 
