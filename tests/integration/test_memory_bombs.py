@@ -48,7 +48,9 @@ BOMBS = {
     # At the edge of the limit when the clock runs out (as a bomb is on a loaded machine): the memory's doing.
     "at the edge when the time runs out": "import time\nimport torch\n\ndef same(x):\n"
     "    hoard = torch.ones(240 * 1024 * 1024)\n    time.sleep(60)\n",
-    "one huge tensor": "import torch\n\ndef same(x):\n    return torch.empty(64 * 1024**3, dtype=torch.uint8).fill_(1)\n",
+    "one huge tensor": (
+        "import torch\n\ndef same(x):\n    return torch.empty(64 * 1024**3, dtype=torch.uint8).fill_(1)\n"
+    ),
 }
 
 
