@@ -92,13 +92,27 @@ def _print_step(step: CheckStep) -> None:
     sys.stdout.flush()
 
 
+def _seed_count(text: str) -> int:
+    from grader.problems.check_report import MAX_SEEDS
+
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= count <= MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"{count} is not between 1 and {MAX_SEEDS}")
+    return count
+
+
 def _check(args: argparse.Namespace) -> int:
     from grader.config import get_settings
     from grader.problems.check import ProblemChecker, SandboxUnavailable
 
     failed: list[str] = []
     started = time.monotonic()
-    with ProblemChecker(get_settings()) as checker:
+    from grader.problems.check_report import SEEDS_CHECKED
+
+    with ProblemChecker(get_settings(), seeds=args.seeds or SEEDS_CHECKED) as checker:
         for name in args.paths:
             path = Path(name)
             print(path, flush=True)
@@ -229,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--schema-only", action="store_true", help="validate the files only; run no sandbox")
+    check.add_argument(
+        "--seeds",
+        type=_seed_count,
+        default=None,
+        metavar="N",
+        help="draws of the fresh tests' inputs every step runs under (default 8; 1 to 1000)",
+    )
     check.set_defaults(run=_check)
     schema = problem_commands.add_parser("schema", help="print the JSON Schema of a problem file")
     schema.set_defaults(run=_schema)

@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     # waits this long for the answer, then answers 504 (nothing stored). On one machine a run past
     # run_timeout_s answers 503.
     upload_check_timeout_s: float = Field(300.0, ge=5, le=3600)
+    # An upload's check runs every step under this many seeds (when a test draws fresh inputs), as many of
+    # them as fit in upload_check_budget_s: a round that would end later is not started, and the report says so.
+    check_seeds: int = Field(8, ge=1, le=1000)
+    upload_check_budget_s: float = Field(240.0, ge=5, le=3600)
     run_timeout_s: float = Field(120.0, ge=5, le=3600)
     # Runs (POST /api/runs, grader/submissions/runs.py): learner code runs in a pool of runs_pool_size
     # containers of its own, the reference (on a learner's custom input) in another of that size; neither

@@ -160,7 +160,7 @@ class ExpectedCache:
         count = len(problem.tests)
         return self._entry(  # type: ignore[no-any-return]
             self.key(problem, image_id, seed, "pitfalls"),
-            lambda: [serialise(run) for run in self._run(problem, [p.code for p in problem.pitfalls], seed)],
+            lambda: [serialise(run) for run in self._run(problem, [p.module for p in problem.pitfalls], seed)],
             lambda raw: [stored_bodies(run, count)[0] for run in raw],
         )
 

@@ -37,6 +37,8 @@ class PitfallSpec(Protocol):
     def hint(self) -> str: ...
     @property
     def code(self) -> str: ...
+    @property
+    def module(self) -> str: ...  # what is run: `code`, or the reference followed by it (a partial pitfall)
 
 
 class LimitsSpec(Protocol):

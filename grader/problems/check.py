@@ -33,7 +33,15 @@ from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.selection import one_test
 from grader.problems.check_authoring import file_findings, reference_findings
 from grader.problems.check_custom import custom_step
-from grader.problems.check_report import STEPS, CheckReport, CheckStep, StepStatus, check_seeds, merge_steps
+from grader.problems.check_report import (
+    SEEDS_CHECKED,
+    STEPS,
+    CheckReport,
+    CheckStep,
+    StepStatus,
+    check_seeds,
+    merge_steps,
+)
 from grader.problems.check_steps import (
     alternatives_step,
     determinism_step,
@@ -62,8 +70,19 @@ class ProblemChecker:
     """Checks problem files in real sandboxes; reuse one for many files, then close() it (or use `with`)
     so that every container it started is removed."""
 
-    def __init__(self, settings: Settings, sandboxes: Sandboxes | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sandboxes: Sandboxes | None = None,
+        *,
+        seeds: int = SEEDS_CHECKED,
+        budget_s: float | None = None,
+    ) -> None:
         self.settings = settings
+        # How many seeds a problem with fresh inputs is checked under, and the seconds its rounds may take
+        # (None: no bound): a round that would end past the budget is not started.
+        self.seeds = seeds
+        self.budget_s = budget_s
         self._registry = Registry(
             EffectiveLimits(
                 time_s=settings.default_time_s,
@@ -154,13 +173,30 @@ class ProblemChecker:
     ) -> None:
         """Every step under each of the check's seeds (one when no test draws fresh inputs), merged: a step
         fails if it fails under any seed, and says under which."""
-        seeds = check_seeds(problem)
-        rounds = [self._round(problem, locate, seed, first=index == 0) for index, seed in enumerate(seeds)]
+        seeds = check_seeds(problem, self.seeds)
+        rounds: list[list[CheckStep]] = []
+        started = time.monotonic()
+        for index, seed in enumerate(seeds):
+            elapsed = time.monotonic() - started
+            if rounds and self.budget_s is not None and elapsed * (index + 1) / index > self.budget_s:
+                break  # one more round, as long as the ones before took, would end past the budget
+            rounds.append(self._round(problem, locate, seed, first=index == 0))
+            if rounds[-1][0].status == StepStatus.FAILED:
+                break  # a reference that is not accepted: the rest is skipped
+        short = None
+        if len(rounds) < len(seeds) and rounds[-1][0].status != StepStatus.FAILED:
+            short = (
+                f"checked under {len(rounds)} of {len(seeds)} seeds: another would pass the check's time budget "
+                f"of {self.budget_s:.0f} s (check the file with `grader problems check --seeds {len(seeds)}`)"
+            )
         for index, name in enumerate(STEPS[1:]):
             steps = [steps[index] for steps in rounds if index < len(steps)]
             if not steps:
                 break
-            emit(merge_steps(steps, seeds[: len(steps)]))
+            merged = merge_steps(steps, seeds[: len(steps)])
+            if name == "reference" and short is not None:
+                merged.warnings.append(short)
+            emit(merged)
             if steps[0].status == StepStatus.FAILED and name == "reference":
                 _skip_rest(report, emit, "the reference is not accepted")
                 return
@@ -193,7 +229,7 @@ class ProblemChecker:
             return [reference]
         steps = [reference, determinism_step(problem, first, second, locate, seconds)]
         started = time.monotonic()
-        pitfalls = [pitfall.code for pitfall in problem.pitfalls]
+        pitfalls = [pitfall.module for pitfall in problem.pitfalls]
         alternatives = [alternative.code for alternative in problem.alternatives]
         runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives], seed)
         seconds = round(time.monotonic() - started, 3)

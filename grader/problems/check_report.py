@@ -61,16 +61,17 @@ def numbers(indices: list[int]) -> str:
     return ", ".join(parts)
 
 
-SEEDS_CHECKED = 3  # draws of the fresh tests' inputs every step is run under
+SEEDS_CHECKED = 8  # draws of the fresh tests' inputs every step is run under, unless told otherwise
+MAX_SEEDS = 1000
 
 
-def check_seeds(problem: ProblemSpec) -> list[int | None]:
+def check_seeds(problem: ProblemSpec, count: int = SEEDS_CHECKED) -> list[int | None]:
     """The seeds a problem is checked under: the one GRADER_SEEDS=fixed uses, then draws derived from the
     problem's version (so that a check can be repeated); just one when no test draws fresh inputs."""
     if not draws_fresh(problem):
         return [None]
     base = int(problem.version, 16) if problem.version else 0
-    return [FIXED_SEED, *(derive(base, draw) for draw in range(1, SEEDS_CHECKED))]
+    return [FIXED_SEED, *(derive(base, draw) for draw in range(1, max(1, min(count, MAX_SEEDS))))]
 
 
 def merge_steps(steps: list[CheckStep], seeds: list[int | None]) -> CheckStep:

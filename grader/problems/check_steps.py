@@ -180,7 +180,7 @@ def pitfalls_step(
     for index, (pitfall, run, verdict) in enumerate(zip(pitfalls, runs, verdicts, strict=True)):
         loc: tuple[str | int, ...] = ("pitfalls", index)
         if not run.loaded:
-            line = locate.code_line((*loc, "code"), run.load.line if run.load is not None else None)
+            line = locate.code_line((*loc, "code"), _own_line(pitfall, run.load.line if run.load is not None else None))
             step.errors.append(
                 locate.error(
                     (*loc, "code"),
@@ -223,6 +223,14 @@ def pitfalls_step(
     if step.errors:
         step.status = StepStatus.FAILED
     return step
+
+
+def _own_line(pitfall: object, line: int | None) -> int | None:
+    """A line of the module run for a pitfall as a line of the pitfall's own code (None: in the reference)."""
+    offset = getattr(pitfall, "line_offset", 0)
+    if line is None or line <= offset:
+        return None
+    return line - offset
 
 
 def alternatives_step(problem: ProblemSpec, verdicts: list[Verdict], locate: Locator, seconds: float) -> CheckStep:

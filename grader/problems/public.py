@@ -18,6 +18,8 @@ class ProblemSummary(BaseModel):
     version: str
     source: str = ""
     test_count: int = 0
+    track: str | None = Field(None, description="the series of problems it belongs to, done in `order`")
+    order: int | None = Field(None, description="its place in its track: 1 first")
 
 
 class VisibleTest(BaseModel):
@@ -91,7 +93,29 @@ def problem_summary(problem: LoadedProblem) -> ProblemSummary:
         version=problem.version,
         source=p.source,
         test_count=len(p.tests),
+        track=p.track,
+        order=p.order,
     )
+
+
+DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def by_track(problems: list[ProblemSummary]) -> list[tuple[str | None, list[ProblemSummary]]]:
+    """The list page's order: each track (by name) with its problems in their `order`, then the problems of
+    no track, easiest first; ties by title."""
+
+    def place(p: ProblemSummary) -> tuple[int, int, str]:
+        return (p.order if p.order is not None else 1_000_000, DIFFICULTY_ORDER.get(p.difficulty, 3), p.title.lower())
+
+    tracks = sorted({p.track for p in problems if p.track is not None}, key=str.lower)
+    grouped: list[tuple[str | None, list[ProblemSummary]]] = [
+        (track, sorted((p for p in problems if p.track == track), key=place)) for track in tracks
+    ]
+    rest = [p for p in problems if p.track is None]
+    if rest:
+        grouped.append((None, sorted(rest, key=lambda p: (DIFFICULTY_ORDER.get(p.difficulty, 3), p.title.lower()))))
+    return grouped
 
 
 def problem_public(problem: LoadedProblem) -> ProblemPublic:

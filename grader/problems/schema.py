@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import keyword
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from grader.grading import checkers
 from grader.problems.custom_test import CustomTest, clashes
@@ -86,7 +87,30 @@ class Pitfall(Strict):
 
     name: str = Field(min_length=1, max_length=200, description="unique within the problem; never shown")
     hint: str = Field(min_length=1, max_length=2000, description="shown to a submission that makes this mistake")
-    code: str = Field(min_length=1, description="a whole module defining every entry point; never shown")
+    code: str = Field(
+        min_length=1,
+        description="a whole module defining every entry point, or only the functions and classes of the reference "
+        "that make the mistake: then the module run is the reference followed by this code, whose definitions "
+        "replace the reference's of the same names; never shown",
+    )
+    # The module that is run: `code`, or the reference followed by it (a partial pitfall); set by Problem.
+    _module: str | None = PrivateAttr(None)
+    _offset: int = PrivateAttr(0)
+
+    @field_validator("code")
+    @classmethod
+    def _code_compiles(cls, source: str) -> str:
+        return _compiled_module(source)
+
+    @property
+    def module(self) -> str:
+        """The module run for this pitfall (in the reference's sandbox and in the check's)."""
+        return self._module if self._module is not None else self.code
+
+    @property
+    def line_offset(self) -> int:
+        """Lines of the module before the pitfall's own code (the reference's, for a partial pitfall)."""
+        return self._offset
 
 
 class Alternative(Strict):
@@ -104,6 +128,10 @@ class Problem(Strict):
     source: str = Field("", description="where the problem comes from (paper, section)")
     difficulty: Literal["easy", "medium", "hard"]
     tags: list[str] = Field(default_factory=list)
+    track: str | None = Field(
+        None, min_length=1, max_length=100, description="the track (a series of problems done in order) it belongs to"
+    )
+    order: int | None = Field(None, ge=1, le=100_000, description="its place in its track (or in the list): 1 first")
     statement: str = Field(min_length=1, description="Markdown; $...$ and $$...$$ are TeX math")
     starter_code: str = Field(min_length=1, description="what a student starts from: every entry point, unfinished")
     entry_points: list[str] = Field(min_length=1, description="the functions a submission must define")
@@ -132,7 +160,11 @@ class Problem(Strict):
         "declared (types, shapes, ranges, defaults), its body written for them; without it, Run takes the visible "
         "tests only",
     )
-    pitfalls: list[Pitfall] = Field(default_factory=list)
+    pitfalls: list[Pitfall] = Field(
+        default_factory=list,
+        description="known wrong solutions, each with its hint; a pitfall may define only the reference's functions "
+        "or classes it gets wrong (the rest are the reference's)",
+    )
     alternatives: list[Alternative] = Field(
         default_factory=list,
         description="other correct solutions (whole modules), never shown: the check requires each to be accepted "
@@ -153,6 +185,30 @@ class Problem(Strict):
         clash = clashes(self.custom_test, self.entry_points) if self.custom_test is not None else None
         if clash is not None:
             raise NestedError(("custom_test", "arguments"), clash)
+        return self
+
+    @model_validator(mode="after")
+    def _partial_pitfalls(self) -> Problem:
+        """A pitfall that does not define every entry point is completed by the reference: the module run is
+        the reference, then the pitfall's code. It must replace something the reference defines."""
+        try:
+            reference_names = top_level_names(self.reference, imports=False)
+        except SyntaxError:
+            return self  # the reference's own error says enough
+        prefix = self.reference.rstrip("\n") + "\n\n\n"
+        for index, pitfall in enumerate(self.pitfalls):
+            names = top_level_names(pitfall.code)
+            if set(self.entry_points) <= names:
+                continue
+            if not top_level_names(pitfall.code, imports=False) & reference_names:
+                missing = ", ".join(sorted(set(self.entry_points) - names))
+                raise NestedError(
+                    ("pitfalls", index, "code"),
+                    "defines neither every entry point (a whole module) nor any function or class of the reference "
+                    f"(a partial pitfall, completed by the reference); missing: {missing}",
+                )
+            pitfall._module = prefix + pitfall.code
+            pitfall._offset = prefix.count("\n")
         return self
 
     @model_validator(mode="after")
@@ -178,11 +234,32 @@ class Problem(Strict):
     @field_validator("reference", "starter_code", "helpers")
     @classmethod
     def _module_compiles(cls, source: str) -> str:
-        try:
-            compile(source, "<module>", "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            raise ValueError(f"does not compile: line {exc.lineno}: {exc.msg}") from exc
-        return source
+        return _compiled_module(source)
+
+
+def _compiled_module(source: str) -> str:
+    try:
+        compile(source, "<module>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise ValueError(f"does not compile: line {exc.lineno}: {exc.msg}") from exc
+    except ValueError as exc:  # a null byte
+        raise ValueError(f"does not compile: {exc}") from exc
+    return source
+
+
+def top_level_names(source: str, *, imports: bool = True) -> set[str]:
+    """The names a module binds at its top level: functions, classes, assignments, and imports (unless
+    `imports` is False)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif imports and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
 
 
 def duplicate_names(problem: Problem) -> list[tuple[tuple[str | int, ...], str]]:

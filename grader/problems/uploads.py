@@ -51,7 +51,7 @@ def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, 
 
     Where the check runs: in the API process on one machine; on a worker under Celery (grader/worker.py),
     whose cache is the same database."""
-    with ProblemChecker(settings) as checker:
+    with ProblemChecker(settings, seeds=settings.check_seeds, budget_s=settings.upload_check_budget_s) as checker:
         report = checker.check_text(text, source)
         if report.ok and expected is not None and checker.problem is not None:
             image_id = checker.sandboxes().image_id or "unknown"

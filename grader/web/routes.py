@@ -20,7 +20,7 @@ from starlette.types import Scope
 
 from grader.api.deps import ComponentsDep, RegistryDep, is_admin
 from grader.grading.verdict import FINAL, Status, TestStatus
-from grader.problems.public import problem_public, problem_summary
+from grader.problems.public import by_track, problem_public, problem_summary
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import read_submission
 from grader.web import report
@@ -103,12 +103,8 @@ def _not_found(request: Request, what: str) -> HTMLResponse:
 
 @web_router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
 def index_page(request: Request, registry: RegistryDep) -> HTMLResponse:
-    order = {"easy": 0, "medium": 1, "hard": 2}
-    problems = sorted(
-        (problem_summary(problem) for problem in registry.all()),
-        key=lambda p: (order.get(p.difficulty, 3), p.title.lower()),
-    )
-    return _page(request, "index.html", {"title": "Problems", "problems": problems})
+    groups = by_track([problem_summary(problem) for problem in registry.all()])
+    return _page(request, "index.html", {"title": "Problems", "groups": groups})
 
 
 def _problem_context(problem: LoadedProblem) -> dict[str, Any]:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.docker
 
 GRADER = REPO_ROOT / ".venv" / "bin" / "grader"
 EMBEDDING = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml")
-UNSCALED = next(p.code for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
+UNSCALED = next(p.module for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_a_wrong_value_in_a_list_is_named_by_its_path(url: str, tmp_path: Path) 
     """lr-schedule returns lists of rates: the first failing one is named as the API names it (`rates[0]`)."""
     schedule = parse_problem((PROBLEMS_DIR / "lr-schedule.yaml").read_text(), "lr-schedule.yaml")
     solution = tmp_path / "solution.py"
-    solution.write_text(next(p.code for p in schedule.pitfalls if "-0.5 instead" in p.name))
+    solution.write_text(next(p.module for p in schedule.pitfalls if "-0.5 instead" in p.name))
     done = grader("submit", str(solution), "--problem", "lr-schedule", "--url", url)
     assert done.returncode == 1, done.stdout + done.stderr
     assert re.search(r"^  output:   rates\[\d+\]$", done.stdout, re.MULTILINE), done.stdout

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.docker
 
 SECRET = "webhook-test-secret-0123456789"
 EMBEDDING = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(), "embedding-layer.yaml")
-UNSCALED = next(p.code for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
+UNSCALED = next(p.module for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
 
 
 class Receiver:

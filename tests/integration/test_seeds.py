@@ -86,7 +86,7 @@ def test_the_reference_is_accepted_and_each_mistake_refused_under_every_draw(see
         assert _submit(client, EMBEDDING.reference)["status"] == "accepted"
     for pitfall in EMBEDDING.pitfalls[:3]:
         for _ in range(2):
-            assert _submit(client, pitfall.code)["status"] != "accepted", pitfall.name
+            assert _submit(client, pitfall.module)["status"] != "accepted", pitfall.name
 
 
 def test_the_admin_reproduces_a_verdicts_inputs_with_its_seed(seeded) -> None:  # type: ignore[no-untyped-def]

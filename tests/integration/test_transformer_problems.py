@@ -56,7 +56,7 @@ HINTED = [
 @pytest.mark.parametrize(("problem_id", "pitfall_name"), HINTED, ids=[h[0] for h in HINTED])
 def test_a_submission_equal_to_a_pitfall_gets_its_hint(problem_id: str, pitfall_name: str, submit) -> None:
     pitfall = next(p for p in PROBLEMS[problem_id].pitfalls if p.name == pitfall_name)
-    verdict = submit(pitfall.code, problem_id=problem_id)
+    verdict = submit(pitfall.module, problem_id=problem_id)
     assert verdict["status"] == "wrong_answer", verdict
     assert verdict["hint"] == pitfall.hint
     failed_visible = [t for t in verdict["tests"] if t["visible"] and t["status"] == "failed"]

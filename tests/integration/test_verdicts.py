@@ -89,7 +89,7 @@ def test_starter_code_is_wrong_answer(submit) -> None:
 
 @pytest.mark.parametrize("pitfall", EMBEDDING.pitfalls, ids=lambda p: p.name)
 def test_each_pitfall_is_wrong_answer(pitfall, submit) -> None:
-    verdict = submit(pitfall.code)
+    verdict = submit(pitfall.module)
     assert verdict["status"] == "wrong_answer", verdict
     assert verdict["score"] < 1.0
 

@@ -209,7 +209,7 @@ def test_no_container_runs_the_reference_and_code_a_learner_sent(
     assert learners, "the learner's code ran"
     assert {job["owner"] for job in learners} == {components.runs.pool.owner}, "learner code runs in the runs pool only"
     assert components.runs.pool.owner not in (components.pool.owner, components.references.owner)
-    author = {EMBEDDING.reference, *(pitfall.code for pitfall in EMBEDDING.pitfalls)}
+    author = {EMBEDDING.reference, *(pitfall.module for pitfall in EMBEDDING.pitfalls)}
     trusted = {job["name"] for job in jobs if job["source"] in author}
     assert trusted, "the reference ran (the visible tests' expected outputs, and on the custom input)"
     assert not {job["name"] for job in learners} & trusted, "a container ran the reference and learner code"

@@ -151,7 +151,9 @@ class ScriptedSandboxes:
 class Harness:
     """A checker over scripted sandboxes, recording every container it started."""
 
-    def __init__(self, settings: Settings, script: dict[str, Outputs], make_body: Callable[..., bytes]) -> None:
+    def __init__(
+        self, settings: Settings, script: dict[str, Outputs], make_body: Callable[..., bytes], **checker: Any
+    ) -> None:
         self.started: list[ScriptedSandbox] = []
         self.calls: dict[str, int] = {}
 
@@ -161,7 +163,7 @@ class Harness:
             return sandbox
 
         self.sandboxes = ScriptedSandboxes(start)
-        self.checker = ProblemChecker(settings, self.sandboxes)  # type: ignore[arg-type]
+        self.checker = ProblemChecker(settings, self.sandboxes, **checker)  # type: ignore[arg-type]
 
     def check(self, text: str) -> tuple[CheckReport, list[CheckStep]]:
         seen: list[CheckStep] = []
@@ -446,19 +448,47 @@ def second_seed() -> int:
     return int(CURRENT_JOB[0].tests[1].seed)
 
 
-def test_a_problem_with_fresh_inputs_is_checked_under_three_seeds(
-    settings, tiny, problem_yaml, make_body, mutate
+@pytest.mark.parametrize("count", [None, 3, 32])
+def test_a_problem_with_fresh_inputs_is_checked_under_eight_seeds_or_as_many_as_asked(
+    settings, tiny, problem_yaml, make_body, mutate, count: int | None
 ) -> None:
     problem, script = tiny
     seeds: set[int] = set()
     reference = script[problem.reference]
     script[problem.reference] = lambda n: (seeds.add(second_seed()), reference(n))[1]
-    harness = Harness(settings, script, make_body)
+    harness = Harness(settings, script, make_body, **({} if count is None else {"seeds": count}))
     report, _ = harness.check(fresh_problem(problem_yaml, mutate))
     assert report.ok, report.errors
-    assert len(seeds) == 3, "the hidden test's seed differs from one round to the next"
-    assert harness.calls[problem.reference] == 6, "twice under each seed"
-    assert step(report, "pitfalls").summary.endswith("(under 3 seeds)")
+    want = count or 8
+    assert len(seeds) == want, "the hidden test's seed differs from one round to the next"
+    assert harness.calls[problem.reference] == 2 * want, "twice under each seed"
+    assert step(report, "pitfalls").summary.endswith(f"(under {want} seeds)")
+    assert not any("time budget" in warning for s in report.steps for warning in s.warnings)
+
+
+def test_rounds_that_would_pass_the_time_budget_are_not_started(
+    settings, tiny, problem_yaml, make_body, mutate, monkeypatch
+) -> None:
+    """A round takes 10 s on a clock that only the check reads: with 35 s, three rounds fit, not a fourth."""
+    import grader.problems.check as check_module
+
+    problem, script = tiny
+    now = [1000.0]
+    reference = script[problem.reference]
+
+    def slow_reference(n: int) -> list[Any]:
+        now[0] += 5.0  # two runs per round
+        return reference(n)
+
+    script[problem.reference] = slow_reference
+    monkeypatch.setattr(check_module.time, "monotonic", lambda: now[0])
+    harness = Harness(settings, script, make_body, seeds=8, budget_s=35.0)
+    report, _ = harness.check(fresh_problem(problem_yaml, mutate))
+    assert report.ok, report.errors
+    assert harness.calls[problem.reference] == 6, "three rounds of two runs"
+    reference_step = step(report, "reference")
+    assert reference_step.summary.endswith("(under 3 seeds)")
+    assert any("checked under 3 of 8 seeds" in w and "--seeds 8" in w for w in reference_step.warnings)
 
 
 def test_a_pitfall_that_passes_under_some_seed_fails_the_check(settings, tiny, problem_yaml, make_body, mutate) -> None:

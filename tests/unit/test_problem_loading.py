@@ -356,3 +356,107 @@ def test_version_changes_when_content_changes(problem_yaml, mutate, old: str, ne
 def test_embedding_version_is_stable(embedding: Problem) -> None:
     again = parse_problem((PROBLEMS_DIR / "embedding-layer.yaml").read_text(encoding="utf-8"), "x.yaml")
     assert problem_version(again) == problem_version(embedding)
+
+
+# -- partial pitfalls ---------------------------------------------------------------------------------
+TWO_FUNCTIONS = """\
+id: two-functions
+title: Two Functions
+difficulty: easy
+statement: |
+  Scale, then shift.
+starter_code: |
+  def scale(x):
+      pass
+
+
+  def shift(x):
+      pass
+entry_points: [scale, shift]
+reference: |
+  import math
+
+  FACTOR = 2
+
+
+  def _twice(x):
+      return FACTOR * x
+
+
+  def scale(x):
+      return _twice(x)
+
+
+  def shift(x):
+      return scale(x) + 1
+tests:
+  - name: first
+    visible: true
+    code: |
+      return {"out": shift(torch.ones(3))}
+pitfalls:
+  - name: a whole module
+    hint: Whole.
+    code: |
+      def scale(x):
+          return x
+
+
+      def shift(x):
+          return x + 1
+  - name: only the helper
+    hint: Twice.
+    code: |
+      def _twice(x):
+          return x
+  - name: only a constant
+    hint: Factor.
+    code: |
+      FACTOR = 3
+"""
+
+
+def test_a_pitfall_defining_every_entry_point_is_run_as_it_is() -> None:
+    problem = parse_problem(TWO_FUNCTIONS, SOURCE)
+    whole = problem.pitfalls[0]
+    assert whole.module == whole.code and whole.line_offset == 0
+
+
+@pytest.mark.parametrize("index", [1, 2])
+def test_a_partial_pitfall_is_the_reference_with_its_definitions_replaced(index: int) -> None:
+    problem = parse_problem(TWO_FUNCTIONS, SOURCE)
+    pitfall = problem.pitfalls[index]
+    assert pitfall.module.startswith(problem.reference.rstrip("\n")) and pitfall.module.endswith(pitfall.code)
+    assert pitfall.module.splitlines()[pitfall.line_offset :] == pitfall.code.splitlines()
+    namespace: dict[str, object] = {}
+    exec(compile(pitfall.module, "<pitfall>", "exec"), namespace)  # noqa: S102 - the fixture's own code
+    shift = namespace["shift"]
+    assert shift(1) == (2 if index == 1 else 4), "the reference's functions call the pitfall's definitions"
+
+
+def test_a_pitfall_that_replaces_nothing_of_the_reference_is_refused(mutate) -> None:
+    text = mutate(
+        TWO_FUNCTIONS, "      FACTOR = 3\n", "      import math\n\n\n      def unrelated(x):\n          return x\n"
+    )
+    line = only_line(refuse(text))
+    assert "pitfalls.3.code" in line
+    assert "neither every entry point" in line and "missing: scale, shift" in line
+
+
+def test_a_pitfall_that_does_not_compile_is_refused_at_load(mutate) -> None:
+    line = only_line(refuse(mutate(TWO_FUNCTIONS, "      FACTOR = 3\n", "      FACTOR = = 3\n")))
+    assert "pitfalls.3.code" in line and "does not compile" in line
+
+
+@pytest.mark.parametrize(("field", "value"), [("track", "The Transformer"), ("order", 3)])
+def test_track_and_order_are_optional_fields(mutate, field: str, value: object) -> None:
+    problem = parse_problem(
+        mutate(TWO_FUNCTIONS, "difficulty: easy\n", f"difficulty: easy\n{field}: {value}\n"), SOURCE
+    )
+    assert getattr(problem, field) == value
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "'x'"])
+def test_an_order_that_is_not_a_positive_whole_number_is_refused(mutate, value: str) -> None:
+    line = only_line(refuse(mutate(TWO_FUNCTIONS, "difficulty: easy\n", f"difficulty: easy\norder: {value}\n")))
+    assert "order" in line

@@ -56,6 +56,23 @@ def test_index_lists_problems_with_difficulty_and_tags(client: TestClient) -> No
     assert_no_inline_script(html)
 
 
+def test_index_shows_the_transformer_track_in_order_then_the_other_problems(client: TestClient) -> None:
+    html = client.get("/").text
+    track = html[html.index(">The Transformer <") : html.index("More problems")]
+    track_ids = re.findall(r'<a href="/problems/([a-z0-9-]+)">', track)
+    problems = {p["id"]: p for p in client.get("/api/problems").json()}
+    in_track = sorted((p for p in problems.values() if p["track"] == "The Transformer"), key=lambda p: p["order"])
+    assert track_ids == [p["id"] for p in in_track]
+    assert track_ids[:3] == ["embedding-layer", "positional-encoding", "scaled-dot-product-attention"]
+    assert track.startswith(">The Transformer <") and '<ol class="problem-list track">' in track
+    assert re.findall(r'<span class="track-step" aria-hidden="true">(\d+)</span>', track) == [
+        str(n) for n in range(1, len(track_ids) + 1)
+    ]
+    rest = re.findall(r'<a href="/problems/([a-z0-9-]+)">', html[html.index("More problems") :])
+    assert rest and set(rest) == {pid for pid, p in problems.items() if p["track"] is None}
+    assert "descriptive-statistics" in rest and "inverted-dropout" in rest
+
+
 def test_problem_page_renders_statement_math_tests_and_editor(client: TestClient) -> None:
     response = client.get("/problems/embedding-layer")
     assert response.status_code == 200
