@@ -188,7 +188,7 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     limits = EffectiveLimits(
         time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
     )
-    registry = Registry(limits)
+    registry = Registry(limits, max_memory_mb=settings.max_memory_mb)
     # A Celery-mode API keeps no warm containers; it checks uploads in sandboxes of the check's own.
     pool = SandboxPool(settings, size=None if grades_here else 0)
     # References run in containers that never run a submission (nothing a submission leaves can reach them).

@@ -190,6 +190,10 @@ class Settings(BaseSettings):
 
     default_time_s: float = Field(2.0, gt=0, le=60)
     default_memory_mb: int = Field(1024, ge=64, le=16384)
+    # The most memory a problem's tests may be given (its `limits.memory_mb`): every sandbox is sized for it
+    # (plus the runner's overhead), each test's process is held to its own problem's limit by the kernel
+    # (sandbox/runner/confine.py); a problem asking for more is refused at load, saying so.
+    max_memory_mb: int = Field(4096, ge=64, le=16384)
     default_output_kb: int = Field(256, ge=1, le=65536)
     max_source_bytes: int = Field(64 * 1024, ge=1)
 
@@ -203,6 +207,8 @@ class Settings(BaseSettings):
             short = True
         if self.webhook_secret.startswith("whsec_") and short:
             raise ValueError("GRADER_WEBHOOK_SECRET: after whsec_, at least 16 bytes in base64")
+        if self.max_memory_mb < self.default_memory_mb:
+            raise ValueError("GRADER_MAX_MEMORY_MB must be at least GRADER_DEFAULT_MEMORY_MB")
         if self.admin_token and len(self.admin_token) < 16:
             raise ValueError("GRADER_ADMIN_TOKEN must be at least 16 characters (or empty to turn uploads off)")
         keys = self.submitter_keys

@@ -111,6 +111,44 @@ def matching_pitfall(
     return best[1] if best is not None else None
 
 
+def why_no_hint(
+    problem: ProblemSpec,
+    reference: Sequence[Any],
+    pitfall_values: Sequence[Sequence[Any]],
+    run: ModuleRun,
+    tests: list[TestResult],
+    compare: Compare,
+    number: int,
+) -> str:
+    """Why pitfall `number` does not match the module (the first of matching_pitfall's conditions it
+    misses), in words for a problem's author."""
+    failed = [t.index for t in tests if t.status != TestStatus.PASSED]
+    if not failed:
+        return "it passes every test"
+    values = pitfall_values[number] if 0 <= number < len(pitfall_values) else []
+    passes = [i for i in failed if not _fails(compare, i, _at(reference, i), _at(values, i))]
+    if passes:
+        return (
+            f"its outputs differ from one run to the next: test {passes[0] + 1} failed in one run and passed in "
+            "another (a hint compares a submission's outputs with the pitfall's; draw only from the seeded "
+            "generators)"
+        )
+    measure = _Measure(problem)
+    ours = {i: run.value(i) for i in range(len(reference))}
+    for i in failed:
+        near, far = (
+            measure(i, ours.get(i, MISSING), _at(values, i)),
+            measure(i, ours.get(i, MISSING), _at(reference, i)),
+        )
+        if near >= far:
+            return (
+                f"on test {i + 1} its result is no closer to its own than to the reference's ({near:.3g} against "
+                f"{far:.3g}): the test fails it by a difference the distance does not see; a test where its answer "
+                "is plainly wrong gives it its hint"
+            )
+    return "it matches"
+
+
 def pitfall_hint(
     problem: ProblemSpec,
     reference: Sequence[Any],

@@ -51,7 +51,7 @@ from grader.problems.check_steps import (
 )
 from grader.problems.check_tolerances import tolerance_step
 from grader.problems.locate import Locator
-from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry, parse_problem
+from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
 from grader.sandboxes.container import SandboxContainer, SandboxLost
 from grader.sandboxes.pool import SandboxPool
 
@@ -88,7 +88,8 @@ class ProblemChecker:
                 time_s=settings.default_time_s,
                 memory_mb=settings.default_memory_mb,
                 output_kb=settings.default_output_kb,
-            )
+            ),
+            max_memory_mb=settings.max_memory_mb,
         )
         self._sandboxes = sandboxes
         self._own_pool: SandboxPool | None = None
@@ -141,7 +142,7 @@ class ProblemChecker:
 
         started = time.monotonic()
         try:
-            problem = self._registry.make(parse_problem(text, source))
+            problem = self._registry.make(self._registry.parse(text, source))
         except ProblemError as exc:
             emit(CheckStep(name="schema", status=StepStatus.FAILED, summary="does not validate", errors=exc.lines()))
             _skip_rest(report, emit, "the file does not validate")

@@ -7,7 +7,7 @@ import re
 
 from grader.grading.compare import EXACT, compare_outputs
 from grader.grading.execution import ModuleRun, TestRun
-from grader.grading.hints import matching_pitfall
+from grader.grading.hints import matching_pitfall, why_no_hint
 from grader.grading.judge import Expected, compare
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import Status, TestStatus, Verdict
@@ -212,11 +212,26 @@ def pitfalls_step(
             verdict.tests,
             lambda i, a, b: compare(problem, i, a, b),
         )
-        if shown != index:
+        if verdict.status != Status.WRONG_ANSWER:
+            step.warnings.append(
+                f"a submission that makes pitfall {pitfall.name!r} gets no hint: its verdict is "
+                f"{verdict.status.value}, and hints come with wrong answers only (it must answer every test, "
+                "wrongly on some, to get its hint)"
+            )
+        elif shown is None:
+            reason = why_no_hint(
+                problem,
+                expected.reference,
+                expected.pitfalls,
+                run,
+                verdict.tests,
+                lambda i, a, b: compare(problem, i, a, b),
+                index,
+            )
+            step.warnings.append(f"a submission that makes pitfall {pitfall.name!r} gets no hint: {reason}")
+        elif shown != index:
             step.warnings.append(
                 f"a submission that makes pitfall {pitfall.name!r} gets the hint of {pitfalls[shown].name!r} instead"
-                if shown is not None
-                else f"a submission that makes pitfall {pitfall.name!r} gets no hint"
             )
     passed = len(pitfalls) - len(step.errors)
     step.summary = f"{passed}/{len(pitfalls)} fail at least one test"

@@ -127,8 +127,9 @@ def problem_version(problem: Problem) -> str:
     return hashlib.sha256(problem.model_dump_json().encode()).hexdigest()[:16]
 
 
-def parse_problem(text: str, source: str) -> Problem:
-    """Parses and validates one problem file's text; raises ProblemError naming lines."""
+def parse_problem(text: str, source: str, *, max_memory_mb: int | None = None) -> Problem:
+    """Parses and validates one problem file's text; raises ProblemError naming lines. `max_memory_mb`: the
+    most memory the server gives a test (a file asking for more is refused)."""
     if len(text.encode("utf-8", "replace")) > MAX_PROBLEM_BYTES:
         raise ProblemError(source, [(None, f"the file is larger than {MAX_PROBLEM_BYTES} bytes")])
     try:
@@ -147,7 +148,7 @@ def parse_problem(text: str, source: str) -> Problem:
     if not isinstance(data, dict):
         raise ProblemError(source, [(1, "a problem file must be a mapping of fields (id, title, tests, ...)")])
     try:
-        problem = Problem.model_validate(data)
+        problem = Problem.model_validate(data, context={"max_memory_mb": max_memory_mb})
     except ValidationError as exc:
         found = []
         for error in exc.errors():
@@ -169,8 +170,9 @@ def parse_problem(text: str, source: str) -> Problem:
 class Registry:
     """The problems the service knows, by id; replaced whole on reload so readers never see half."""
 
-    def __init__(self, defaults: EffectiveLimits) -> None:
+    def __init__(self, defaults: EffectiveLimits, *, max_memory_mb: int | None = None) -> None:
         self.defaults = defaults
+        self.max_memory_mb = max_memory_mb
         self._problems: dict[str, LoadedProblem] = {}
         self._files: dict[str, LoadedProblem] = {}
         self._file_errors: list[ProblemError] = []
@@ -178,6 +180,10 @@ class Registry:
         self._upload_errors: list[ProblemError] = []
         self._lock = threading.Lock()
         self.errors: list[ProblemError] = []
+
+    def parse(self, text: str, source: str) -> Problem:
+        """parse_problem, with this server's ceilings."""
+        return parse_problem(text, source, max_memory_mb=self.max_memory_mb)
 
     def make(self, problem: Problem, path: Path | None = None, *, uploaded: bool = False) -> LoadedProblem:
         limits = EffectiveLimits(
@@ -200,7 +206,7 @@ class Registry:
         for path in problem_files(directory):
             try:
                 text = path.read_text(encoding="utf-8")
-                problem = parse_problem(text, path.name)
+                problem = self.parse(text, path.name)
             except OSError:  # removed between the listing and the read: gone
                 continue
             except (UnicodeDecodeError, ProblemError) as exc:
@@ -240,7 +246,7 @@ class Registry:
         for problem_id, text in sorted(texts.items()):
             source = upload_source(problem_id)
             try:
-                problem = parse_problem(text, source)
+                problem = self.parse(text, source)
             except ProblemError as exc:
                 errors.append(exc)
                 continue

@@ -26,6 +26,17 @@ class Limits(Strict):
     memory_mb: int | None = Field(None, ge=64, le=16384, description="memory of the process running the tests")
     output_kb: int | None = Field(None, ge=1, le=65536, description="what a test may print (stdout and stderr)")
 
+    @field_validator("memory_mb")
+    @classmethod
+    def _within_the_server(cls, memory_mb: int | None, info: ValidationInfo) -> int | None:
+        """A limit the server cannot give is refused at load (its sandboxes are sized for its maximum)."""
+        ceiling = (info.context or {}).get("max_memory_mb")
+        if memory_mb is not None and ceiling is not None and memory_mb > ceiling:
+            raise ValueError(
+                f"{memory_mb} MB is more than this server gives a test: at most {ceiling} MB (GRADER_MAX_MEMORY_MB)"
+            )
+        return memory_mb
+
 
 class TestCase(Strict):
     """One test: code run once with the reference and once with the submission, outputs compared."""
@@ -185,6 +196,24 @@ class Problem(Strict):
         clash = clashes(self.custom_test, self.entry_points) if self.custom_test is not None else None
         if clash is not None:
             raise NestedError(("custom_test", "arguments"), clash)
+        return self
+
+    @model_validator(mode="after")
+    def _helpers_leave_entry_points_alone(self) -> Problem:
+        """Helpers run in each test's namespace after the entry points are put there: one of the same name
+        would replace the submission's in every test (and any starter code would pass)."""
+        try:
+            bound = top_level_names(self.helpers) if self.helpers else set()
+        except SyntaxError:
+            return self
+        shadowed = [name for name in self.entry_points if name in bound]
+        if shadowed:
+            names = ", ".join(f"`{name}`" for name in shadowed)
+            raise NestedError(
+                ("helpers",),
+                f"defines {names}, which {'is an entry point' if len(shadowed) == 1 else 'are entry points'}: in "
+                "the tests it would replace the submission's own; give the helper another name",
+            )
         return self
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ from grader.config import Settings
 from grader.grading.expected import ExpectedCache
 from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker
-from grader.problems.registry import LoadedProblem, ProblemError, Registry, parse_problem, yaml_line
+from grader.problems.registry import LoadedProblem, ProblemError, Registry, yaml_line
 from grader.problems.watcher import ProblemWatcher
 from grader.storage import problem_data
 from grader.storage.db import Database
@@ -85,7 +85,7 @@ class Uploads:
         Raises UploadRefused, SandboxUnavailable when no sandbox can run the check, or CheckTimeout when a
         worker did not answer in time (then nothing is stored)."""
         try:
-            problem = parse_problem(text, source)
+            problem = self.registry.parse(text, source)
         except ProblemError as exc:
             raise UploadRefused(422, exc.lines()) from None
         if path_id is not None and problem.id != path_id:

@@ -126,7 +126,9 @@ class SandboxContainer:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         settings = self.settings
-        memory_mb = settings.default_memory_mb + settings.sandbox_memory_overhead_mb
+        # Sized for the largest limit a problem may have: each test's process is held to its own problem's
+        # limit inside (RLIMIT_DATA, or RLIMIT_AS under gVisor: sandbox/runner/confine.py).
+        memory_mb = settings.max_memory_mb + settings.sandbox_memory_overhead_mb
         pids_limit = settings.sandbox_pids_limit
         if is_gvisor(settings.sandbox_runtime):
             memory_mb += GVISOR_EXTRA_MEMORY_MB

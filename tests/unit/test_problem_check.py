@@ -197,7 +197,9 @@ def test_a_good_problem_passes_every_step_in_order(settings, tiny, problem_yaml,
     assert step(report, "reference").summary.startswith("accepted: 2/2")
     assert step(report, "starter").status == StepStatus.OK
     assert step(report, "pitfalls").details == ["identity: fails 1 of 2 tests (1); first: test 1 'first', wrong answer"]
-    assert step(report, "tolerances").summary == "all-zeros fails 1 of 2 float tests; 1% noise fails 1 of 2"
+    assert step(report, "tolerances").summary == (
+        "all-zeros fails 1 of 2 float tests; 1% noise fails 1 of 1 (the other 1 hold only 0, inf or NaN)"
+    )
     assert 1 <= len(harness.started) <= 2
     assert harness.calls[_problem.reference] == 2, "the reference runs twice"
 
@@ -305,6 +307,29 @@ def test_a_pitfall_that_fails_with_an_error_first_is_a_warning(settings, tiny, p
     assert pitfalls.status == StepStatus.OK
     assert "first: test 1 'first', error" in pitfalls.details[0]
     assert "first fails test 1 with error" in pitfalls.warnings[0]
+    assert pitfalls.warnings[1] == (
+        "a submission that makes pitfall 'identity' gets no hint: its verdict is runtime_error, and hints come "
+        "with wrong answers only (it must answer every test, wrongly on some, to get its hint)"
+    )
+
+
+def test_a_pitfall_the_distance_cannot_tell_from_the_reference_gets_no_hint_and_the_check_says_why(
+    settings, tiny, problem_yaml, make_body
+) -> None:
+    """inf where the reference has -inf fails the test, yet is no nearer the pitfall than the reference (the
+    distance takes every non-finite value as one kind): the check names the test and the cause."""
+    problem, script = tiny
+    script[problem.reference] = lambda n: [{"out": np.array([2.0, -np.inf], dtype=np.float32)}, {"out": f32(0, 0)}]
+    script[problem.pitfalls[0].code] = lambda n: [
+        {"out": np.array([2.0, np.inf], dtype=np.float32)},
+        {"out": f32(0, 0)},
+    ]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    pitfalls = step(report, "pitfalls")
+    assert pitfalls.status == StepStatus.OK, pitfalls.errors
+    [warning] = [w for w in pitfalls.warnings if "gets no hint" in w]
+    assert warning.startswith("a submission that makes pitfall 'identity' gets no hint: on test 1 its result is ")
+    assert "no closer to its own than to the reference's (0 against 0)" in warning
 
 
 def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_yaml, make_body) -> None:
@@ -397,6 +422,34 @@ def test_zeros_replace_floats_only() -> None:
     assert zeroed["t"].dtype == "float32" and zeroed["t"].array.tolist() == [0, 0]
     assert zeroed["x"] == 0.0 and zeroed["n"] == 3 and zeroed["flags"] == [True]
     assert zeroed["ids"] is value["ids"]
+
+
+def test_a_mask_of_zeros_and_minus_infinity_is_not_taken_for_a_lenient_tolerance(
+    settings, tiny, problem_yaml, make_body
+) -> None:
+    """Noise cannot move 0 or -inf: a test returning only those passes with noise whatever its tolerance."""
+    problem, script = tiny
+    mask = np.array([0.0, -np.inf, -np.inf], dtype=np.float32)
+    script[problem.reference] = lambda n: [{"out": f32(2, 2, 2)}, {"out": mask}]
+    script[problem.pitfalls[0].code] = lambda n: [{"out": f32(1, 1, 1)}, {"out": mask}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    tolerances = step(report, "tolerances")
+    assert tolerances.status == StepStatus.OK and tolerances.warnings == [], tolerances
+    assert tolerances.summary.endswith("1% noise fails 1 of 1 (the other 1 hold only 0, inf or NaN)")
+
+
+def test_only_masks_and_zeros_skip_the_noise_judgement_but_not_the_zeros_one(
+    settings, tiny, problem_yaml, make_body
+) -> None:
+    problem, script = tiny
+    mask = np.array([0.0, -np.inf], dtype=np.float32)
+    script[problem.reference] = lambda n: [{"out": mask}, {"out": f32(0, 0)}]
+    script[problem.pitfalls[0].code] = lambda n: [{"out": np.array([0.0, 0.0], dtype=np.float32)}, {"out": f32(0, 0)}]
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    tolerances = step(report, "tolerances")
+    assert tolerances.status == StepStatus.OK, tolerances.errors
+    assert tolerances.warnings == []
+    assert tolerances.summary.endswith("no float test has a value noise could move (all 0, inf or NaN)")
 
 
 def test_noise_is_exactly_one_percent_relative_and_keeps_types() -> None:

@@ -460,3 +460,33 @@ def test_track_and_order_are_optional_fields(mutate, field: str, value: object) 
 def test_an_order_that_is_not_a_positive_whole_number_is_refused(mutate, value: str) -> None:
     line = only_line(refuse(mutate(TWO_FUNCTIONS, "difficulty: easy\n", f"difficulty: easy\norder: {value}\n")))
     assert "order" in line
+
+
+def test_a_memory_limit_above_what_the_server_gives_is_refused_at_load(mutate) -> None:
+    text = mutate(TWO_FUNCTIONS, "difficulty: easy\n", "difficulty: easy\nlimits: {memory_mb: 8192}\n")
+    with pytest.raises(ProblemError) as info:
+        parse_problem(text, SOURCE, max_memory_mb=4096)
+    line = only_line(info.value)
+    assert line.startswith(f"{SOURCE}:4: limits.memory_mb: 8192 MB is more than this server gives a test")
+    assert "at most 4096 MB (GRADER_MAX_MEMORY_MB)" in line
+    assert parse_problem(text, SOURCE).limits.memory_mb == 8192, "no ceiling given: the schema's own maximum"
+    registry = Registry(DEFAULTS, max_memory_mb=8192)
+    assert registry.make(registry.parse(text, SOURCE)).limits.memory_mb == 8192
+
+
+@pytest.mark.parametrize(
+    "helpers",
+    ["def shift(x):\n      return x + 1\n", "shift = lambda x: x + 1\n", "from math import floor as shift\n"],
+    ids=["def", "assignment", "import"],
+)
+def test_a_helper_named_like_an_entry_point_is_refused(mutate, helpers: str) -> None:
+    """It would replace the submission's function in every test: the starter code would be accepted."""
+    text = mutate(TWO_FUNCTIONS, "tests:\n", f"helpers: |\n  {helpers}tests:\n")
+    line = only_line(refuse(text))
+    assert "helpers: defines `shift`, which is an entry point" in line and "another name" in line
+    assert line.startswith(f"{SOURCE}:{text.splitlines().index('helpers: |') + 1}:")
+
+
+def test_helpers_with_other_names_load() -> None:
+    text = TWO_FUNCTIONS.replace("tests:\n", "helpers: |\n  def make_input():\n      return 1\ntests:\n", 1)
+    assert parse_problem(text, SOURCE).helpers.startswith("def make_input")
