@@ -23,7 +23,11 @@ from tests.security.conftest import Submit, full_pool
 pytestmark = pytest.mark.docker
 
 NORMAL_LATENCY_S = 10.0
-HEALTH_LATENCY_S = 1.0
+# /healthz while an attack runs: an attack that holds the event loop or the worker threads stalls it for as
+# long as it lasts (17 s measured for sixty waiting runs, before they had a quota). Honest load stays far
+# below this, but not below 1 s: on a 2-core machine a gVisor sandbox re-forking its child for every test
+# keeps one core busy, and this process's threads then wait for the CPU (up to 1.9 s measured in CI).
+HEALTH_LATENCY_S = 3.0
 
 
 def summary(verdict: dict) -> str:
