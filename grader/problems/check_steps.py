@@ -58,6 +58,31 @@ def _blame(locate: Locator, index: int, header: TestHeader | None) -> tuple[tupl
     return ("tests", index), None
 
 
+def settings_warnings(problem: ProblemSpec, run: ModuleRun) -> list[str]:
+    """The reference's import or a test that leaves torch's process-wide settings changed (the default dtype,
+    grad mode, ...): the judge puts them back before each test, so no verdict depends on it, but a learner
+    who runs the tests one after another, or the reference's code, would see them carried over."""
+    warnings = []
+    changed = run.load.settings_changed if run.load is not None else None
+    if changed:
+        warnings.append(
+            f"the reference changes torch's {', '.join(changed)} when it is imported: the judge puts "
+            f"{'it' if len(changed) == 1 else 'them'} back before every test, so the tests never see "
+            f"{'it' if len(changed) == 1 else 'them'}; change settings inside a function, and set them back"
+        )
+    for index, test in enumerate(problem.tests):
+        test_run = run.tests.get(index)
+        changed = test_run.header.settings_changed if test_run is not None else None
+        if changed:
+            warnings.append(
+                f"test {index + 1} {test.name!r} leaves torch's {', '.join(changed)} changed (its code, or the "
+                "reference it calls): the judge puts it back before the next test, but the test depends on "
+                "an order the tests are not run in elsewhere; set it back in the test (or use a context "
+                "manager, torch.no_grad())"
+            )
+    return warnings
+
+
 def reference_step(problem: ProblemSpec, run: ModuleRun, locate: Locator, seconds: float) -> CheckStep:
     step = CheckStep(name="reference", status=StepStatus.OK, summary="", seconds=seconds)
     tests = problem.tests
@@ -91,6 +116,7 @@ def reference_step(problem: ProblemSpec, run: ModuleRun, locate: Locator, second
         f"accepted: {len(tests)}/{len(tests)} tests pass; slowest test {slowest + 1} {slowest_ms:.0f} ms, "
         f"largest output test {biggest + 1} {largest / 1024:.1f} KiB"
     )
+    step.warnings += settings_warnings(problem, run)
     for time_ms, index in times:
         if time_ms > SLOW_FRACTION * problem.limits.time_s * 1000:
             step.warnings.append(

@@ -15,7 +15,7 @@ import re
 from array import array
 from enum import StrEnum
 from itertools import accumulate
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -153,7 +153,27 @@ class HelloHeader(_Frame):
     landlock: int = Field(0, ge=0, le=1000)
 
 
+# Torch's and NumPy's process-wide settings the child puts back before every test (sandbox/runner/torchstate.py).
+SETTING_NAMES = (
+    "default dtype",
+    "default device",
+    "grad mode",
+    "deterministic algorithms",
+    "anomaly mode",
+    "number of threads",
+    "float32 matmul precision",
+    "print options",
+    "autocast",
+    "mkldnn",
+    "numpy error handling",
+)
+SettingName = Literal[SETTING_NAMES]  # type: ignore[valid-type]
+
+
 class _Failure(_Frame):
+    # The settings the module's import (a load header) or the test's code (a test header) left changed: the
+    # judge puts them back; the problem check names a reference or a test that changes them.
+    settings_changed: list[SettingName] | None = Field(None, max_length=len(SETTING_NAMES))
     message: Message | None = None
     error_type: ErrorType | None = None
     traceback: Traceback | None = None

@@ -220,20 +220,23 @@ def run_test(
             with torch.inference_mode(False):  # a submission may have entered inference mode and stayed there
                 result = namespace["__test__"]()
         except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
-            return _failure(exc), b""
-        return _encode_result(result, max_result)
+            outcome, value = _failure(exc), b""
+        else:
+            outcome, value = _encode_result(result, max_result)
     finally:
         linecache.cache.pop(filename, None)
         namespace.clear()
-        if settings is not None:
-            _restore_quietly(settings)
+        left = _restore_quietly(settings) if settings is not None else []
+    if left:  # what the test's code (or the module it called) left changed: the problem check names it
+        outcome["settings_changed"] = left
+    return outcome, value
 
 
-def _restore_quietly(settings: dict) -> None:
+def _restore_quietly(settings: dict) -> list[str]:
     try:
-        torchstate.restore(settings)
+        return torchstate.restore(settings)
     except BaseException:  # noqa: BLE001 - a submission may have broken torch's setters: the next test says so
-        pass
+        return []
 
 
 def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
@@ -301,7 +304,11 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
     settings = torchstate.snapshot()  # the judge's own: put back before and after every test
     entry_points, failure = load_submission(source, names)
     del source, job
-    _send(res_w, protocol.CHILD_LOAD, failure or {"status": protocol.OK})
+    loaded = failure or {"status": protocol.OK}
+    left = torchstate.changed(settings)  # by the module's import; put back before the first test
+    if left:
+        loaded["settings_changed"] = left
+    _send(res_w, protocol.CHILD_LOAD, loaded)
     if failure is not None:
         os._exit(0)
     while True:

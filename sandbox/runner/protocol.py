@@ -45,6 +45,22 @@ OUTPUT = "output"
 LOAD_STATUSES = (OK, COMPILE_ERROR, ERROR, TIMEOUT, MEMORY, OUTPUT)
 TEST_STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT)
 
+# Torch's and NumPy's process-wide settings the child puts back before every test (torchstate.py): a
+# load or test header may name those its code left changed (settings_changed), for the problem check.
+SETTING_NAMES = (
+    "default dtype",
+    "default device",
+    "grad mode",
+    "deterministic algorithms",
+    "anomaly mode",
+    "number of threads",
+    "float32 matmul precision",
+    "print options",
+    "autocast",
+    "mkldnn",
+    "numpy error handling",
+)
+
 # Bounds on everything that crosses the pipe (the grader refuses more; the runner cuts to these).
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADER_DEPTH = 2

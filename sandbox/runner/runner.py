@@ -102,6 +102,11 @@ def clean_header(outcome: dict, statuses: tuple[str, ...]) -> dict:
     line = outcome.get("line")
     if type(line) is int and 0 <= line <= protocol.MAX_LINE:
         header["line"] = line
+    changed = outcome.get("settings_changed")
+    if type(changed) is list:
+        names = [name for name in protocol.SETTING_NAMES if name in changed]
+        if names:
+            header["settings_changed"] = names
     return header
 
 

@@ -103,3 +103,31 @@ def test_settings_a_submission_changes_reach_neither_the_tests_inputs_nor_the_ne
     verdict = grade(checker, UNTIDY)
     failures = [(t.name, t.status, t.message) for t in verdict.tests if t.status != "passed"]
     assert verdict.status == Status.ACCEPTED, failures
+
+
+def test_the_check_names_a_reference_and_a_test_that_leave_settings_changed(checker: ProblemChecker) -> None:
+    """Harmless to verdicts (the judge puts them back), but the author should know: named, as warnings."""
+    leaky = PROBLEM.replace(
+        "reference: |\n  def predict(x):\n      return x * 2\n",
+        "reference: |\n  import torch\n\n  torch.set_printoptions(precision=2)\n\n\n"
+        "  def predict(x):\n      return x * 2\n",
+    ).replace(
+        "      loss(w).backward()\n      return {\"grad\": w.grad}\n",
+        "      loss(w).backward()\n      torch.set_default_dtype(torch.float64)\n      return {\"grad\": w.grad}\n",
+    )
+    assert leaky.count("set_printoptions") == 1 and leaky.count("set_default_dtype") == 1
+    report = checker.check_text(leaky, "leaky.yaml")
+    assert report.ok, report.errors
+    warnings = next(step for step in report.steps if step.name == "reference").warnings
+    assert any(w.startswith("the reference changes torch's print options when it is imported") for w in warnings)
+    assert any(
+        w.startswith("test 2 'a gradient, after a test whose call turned grad mode off' leaves torch's default dtype")
+        for w in warnings
+    ), warnings
+    assert not any("test 1 " in w or "test 3 " in w for w in warnings)
+
+
+def test_a_tidy_problem_gets_no_settings_warning(checker: ProblemChecker) -> None:
+    report = checker.check_text(PROBLEM, "tidy.yaml")
+    assert report.ok, report.errors
+    assert not [w for step in report.steps for w in step.warnings if "torch's" in w]

@@ -49,6 +49,7 @@ SHARED_CONSTANTS = [
     "MAX_ELEMENTS",
     "MAX_MANIFEST_DEPTH",
     "WIRE_DTYPES",
+    "SETTING_NAMES",
 ]
 
 
@@ -170,3 +171,17 @@ def test_the_runners_reader_survives_every_frame_a_child_can_write() -> None:
             reader.feed(data)
         except (runner_side.FrameError, OverflowError):
             pass
+
+
+def test_the_settings_put_back_are_the_ones_both_sides_name() -> None:
+    """torchstate.py (which needs torch, so is read here as text) puts back exactly the named settings."""
+    import ast
+
+    source = (RUNNER_PROTOCOL.parent / "torchstate.py").read_text()
+    table = next(
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "SETTINGS"
+    )
+    assert isinstance(table, ast.Dict)
+    assert tuple(key.value for key in table.keys) == grader_side.SETTING_NAMES  # type: ignore[union-attr]
