@@ -253,7 +253,9 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         processor=processor,
         dispatcher=dispatcher,
         intake=Intake(settings, db, registry, dispatcher, notifier, metrics, seeds),
-        uploads=Uploads(db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p))),
+        uploads=Uploads(
+            db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p, settings.check_seeds))
+        ),
         runs=runs,
         webhooks=webhooks,
         submitters=SubmitterAuth(settings),

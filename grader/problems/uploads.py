@@ -51,7 +51,9 @@ def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, 
 
     Where the check runs: in the API process on one machine; on a worker under Celery (grader/worker.py),
     whose cache is the same database."""
-    with ProblemChecker(settings, seeds=settings.check_seeds, budget_s=settings.upload_check_budget_s) as checker:
+    # Rounds end within the budget, and well within what the API waits for a worker's answer.
+    budget_s = min(settings.upload_check_budget_s, 0.8 * settings.upload_check_timeout_s)
+    with ProblemChecker(settings, seeds=settings.check_seeds, budget_s=budget_s) as checker:
         report = checker.check_text(text, source)
         if report.ok and expected is not None and checker.problem is not None:
             image_id = checker.sandboxes().image_id or "unknown"
