@@ -14,9 +14,16 @@ if ! command -v dockerd >/dev/null 2>&1; then
 fi
 
 if ! docker info >/dev/null 2>&1; then
-    echo "==> starting dockerd"
-    mkdir -p /var/log
-    nohup dockerd >/var/log/torchjudge-dockerd.log 2>&1 &
+    if [ -z "${TORCHJUDGE_DOCKERD_DIRECT:-}" ] && [ -d /run/systemd/system ] && systemctl cat docker.service >/dev/null 2>&1; then
+        echo "==> starting the docker service"
+        systemctl start docker
+    else
+        # In a session of its own, with no terminal: Ctrl-C on `make run` (a signal to the terminal's
+        # process group) stops the service, never the engine, which outlives it as a system service would.
+        echo "==> starting dockerd (in its own session; it outlives this command)"
+        mkdir -p "${TORCHJUDGE_LOG_DIR:-/var/log}"
+        setsid -f dockerd </dev/null >"${TORCHJUDGE_LOG_DIR:-/var/log}/torchjudge-dockerd.log" 2>&1
+    fi
     for _ in $(seq 1 60); do
         docker info >/dev/null 2>&1 && break
         sleep 1
@@ -25,6 +32,6 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
     echo "dockerd did not come up; its log:" >&2
-    tail -n 40 /var/log/torchjudge-dockerd.log >&2 || true
+    tail -n 40 "${TORCHJUDGE_LOG_DIR:-/var/log}/torchjudge-dockerd.log" >&2 || true
     exit 1
 fi
