@@ -13,6 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from grader.api.admin import admin_router
+from grader.api.docs import docs_router
 from grader.api.edge import CORS_EXPOSED, CORS_HEADERS, CORS_METHODS, DeclaredBodies, EdgeMiddleware
 from grader.api.events import events_router
 from grader.api.forwarded import ForwardedMiddleware
@@ -51,6 +52,9 @@ def create_app(settings: Settings | None = None, components: Components | None =
         version="0.1.0",
         description="A judge for PyTorch coding challenges: submissions run in hardened Docker sandboxes.",
         lifespan=lifespan,
+        # /docs and /redoc come from grader/api/docs.py, with their files served here (no CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
     app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
@@ -82,7 +86,16 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": validation_message(exc)}, status_code=422)
 
-    routers = (health_router, problems_router, submissions_router, runs_router, events_router, me_router, admin_router)
+    routers = (
+        health_router,
+        docs_router,
+        problems_router,
+        submissions_router,
+        runs_router,
+        events_router,
+        me_router,
+        admin_router,
+    )
     for router in routers:
         app.include_router(router)
     app.include_router(web_router)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from grader.api.deps import ComponentsDep, http_error, identify
 from grader.api.limits import submission_body_cap
-from grader.api.schemas import read_json_body
+from grader.api.schemas import inline_schema, read_json_body
 from grader.submissions.intake import check_source
 from grader.submissions.runs import RunPublic, RunRequest
 from grader.submissions.submitters import Refused
@@ -20,7 +20,7 @@ runs_router = APIRouter(tags=["runs"])
     "/api/runs",
     response_model=RunPublic,
     openapi_extra={
-        "requestBody": {"required": True, "content": {"application/json": {"schema": RunRequest.model_json_schema()}}}
+        "requestBody": {"required": True, "content": {"application/json": {"schema": inline_schema(RunRequest)}}}
     },
     responses={
         404: {"description": "unknown problem"},

@@ -126,3 +126,23 @@ def _validate(model: type[Body], raw: bytes) -> Body:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         raise HTTPException(422, validation_message(exc)) from None
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON Schema with its `$defs` put in place: a schema given to OpenAPI as it is (a request
+    body read by hand) may not refer to `#/$defs/...`, which an OpenAPI document does not have."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref.removeprefix("#/$defs/") in defs:
+            rest = {key: inline(value) for key, value in node.items() if key != "$ref"}
+            return {**inline(defs[ref.removeprefix("#/$defs/")]), **rest}
+        return {key: inline(value) for key, value in node.items()}
+
+    return inline(schema)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify, is_admin
 from grader.api.limits import submission_body_cap
-from grader.api.schemas import SubmissionCreate, read_json_body, shown
+from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown
 from grader.grading.verdict import FINAL, Status
 from grader.submissions.intake import check_source
 from grader.submissions.public import SubmissionAccepted, SubmissionPublic
@@ -36,9 +36,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
         " many requests waiting for a verdict (GRADER_MAX_WAITERS); retry after Retry-After seconds"
     },
 }
-BODY = {
-    "requestBody": {"required": True, "content": {"application/json": {"schema": SubmissionCreate.model_json_schema()}}}
-}
+BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": inline_schema(SubmissionCreate)}}}}
 
 
 @submissions_router.post("/api/submissions", status_code=202, openapi_extra=BODY, responses=RESPONSES)

@@ -156,6 +156,7 @@ def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int |
         max_result_bytes=settings.max_result_bytes,
         load_time_s=settings.load_time_s,
         helpers=getattr(problem, "helpers", ""),
+        after_timeout="run" if getattr(problem, "after_timeout", "skip") == "run" else "skip",
     )
 
 

@@ -62,6 +62,8 @@ class ProblemSpec(Protocol):
     @property
     def helpers(self) -> str: ...  # run before every test's code
     @property
+    def after_timeout(self) -> str: ...  # "skip": the tests after one that timed out are not run; or "run"
+    @property
     def limits(self) -> LimitsSpec: ...
     @property
     def tests(self) -> Sequence[TestSpec]: ...

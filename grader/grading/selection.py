@@ -47,6 +47,10 @@ class Selection:
         return self.problem.limits
 
     @property
+    def after_timeout(self) -> str:
+        return self.problem.after_timeout
+
+    @property
     def pitfalls(self) -> Sequence[PitfallSpec]:
         return ()
 

@@ -52,6 +52,7 @@ RUNNER_TO_TEST = {
     Outcome.TIMEOUT: TestStatus.TIMEOUT,
     Outcome.MEMORY: TestStatus.MEMORY,
     Outcome.OUTPUT: TestStatus.OUTPUT,
+    Outcome.SKIPPED: TestStatus.SKIPPED,
 }
 
 # The runner's word for loading the submission.

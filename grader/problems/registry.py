@@ -84,6 +84,10 @@ class LoadedProblem:
         return self.problem.helpers
 
     @property
+    def after_timeout(self) -> str:
+        return self.problem.after_timeout
+
+    @property
     def alternatives(self) -> list[Alternative]:
         return self.problem.alternatives
 

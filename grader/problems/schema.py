@@ -159,6 +159,11 @@ class Problem(Strict):
         "first that did not) or per-test (also each one's status, once the verdict is in; never a name, message, "
         "details, time or output)",
     )
+    after_timeout: Literal["skip", "run"] = Field(
+        "skip",
+        description="skip: once a test runs out of time, the submission's later tests are not run (each `skipped`, "
+        "counted as failed), so a solution that loops costs one time limit, not one per test; run: every test runs",
+    )
     helpers: str = Field(
         "",
         description="Python run in each test's namespace (reference, submission, pitfalls, alternatives) before the "

@@ -20,7 +20,18 @@ from docker.types import LogConfig, Ulimit
 from grader import phases
 from grader.config import Settings
 from grader.sandboxes.frames import Frame, FrameDecoder, FrameError, encode_job
-from grader.sandboxes.protocol import DONE, HELLO, LOAD, TEST, DoneHeader, HelloHeader, JobSpec, LoadHeader, TestHeader
+from grader.sandboxes.protocol import (
+    DONE,
+    HELLO,
+    LOAD,
+    TEST,
+    DoneHeader,
+    HelloHeader,
+    JobSpec,
+    LoadHeader,
+    Outcome,
+    TestHeader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +112,11 @@ def no_host_logs() -> LogConfig:
 
 def docker_client() -> docker.DockerClient:
     return docker.from_env(version="auto", timeout=60)
+
+
+def _may_skip(job: JobSpec, outcome: JobOutcome) -> bool:
+    """A test may be reported skipped only when the job asked for it and a test before it ran out of time."""
+    return job.after_timeout == "skip" and any(header.status == Outcome.TIMEOUT for header, _ in outcome.tests)
 
 
 class SandboxContainer:
@@ -295,6 +311,8 @@ class SandboxContainer:
             assert isinstance(header, TestHeader)
             if header.index != expected_index:
                 raise SandboxProtocolError("test results out of order", during_test=expected_index)
+            if header.status == Outcome.SKIPPED and not _may_skip(job, outcome):
+                raise SandboxProtocolError("a test skipped without a timeout before it", during_test=expected_index)
             outcome.tests.append((header, frame.body))
             phases.add("first test" if expected_index == 0 else "other tests", header.time_ms / 1000)
             if on_test is not None:

@@ -39,9 +39,10 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     MEMORY = "memory"
     OUTPUT = "output"
+    SKIPPED = "skipped"  # a test only: not run, the job asked to skip what follows a timeout
 
 
-LOAD_OUTCOMES = tuple(Outcome)
+LOAD_OUTCOMES = tuple(o for o in Outcome if o is not Outcome.SKIPPED)
 TEST_OUTCOMES = tuple(o for o in Outcome if o is not Outcome.COMPILE_ERROR)
 
 MAX_HEADER_BYTES = 64 * 1024
@@ -188,6 +189,13 @@ class LoadHeader(_Failure):
     status: Status
     time_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS)  # the runner's own clock; for the metrics only
 
+    @field_validator("status")
+    @classmethod
+    def _a_load_outcome(cls, status: Outcome) -> Outcome:
+        if status not in LOAD_OUTCOMES:
+            raise ValueError("loading cannot be skipped")
+        return status
+
 
 class TestHeader(_Failure):
     index: int = Field(ge=0, lt=MAX_TESTS)
@@ -232,6 +240,8 @@ class JobSpec(_Frame):
     load_time_s: float = Field(gt=0, le=600)
     max_result_bytes: int = Field(ge=1024, le=1 << 30)
     helpers: str = ""  # the problem's helpers, run in each test's namespace before its code
+    # skip: a test that runs out of time ends the job, the tests after it reported skipped (not run).
+    after_timeout: Literal["skip", "run"] = "run"
     tests: list[JobTest] = Field(min_length=1, max_length=MAX_TESTS)
 
     def payload(self) -> bytes:

@@ -43,7 +43,9 @@ TIMEOUT = "timeout"
 MEMORY = "memory"
 OUTPUT = "output"
 LOAD_STATUSES = (OK, COMPILE_ERROR, ERROR, TIMEOUT, MEMORY, OUTPUT)
-TEST_STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT)
+TEST_STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT)  # what a child may report for a test
+# The runner's own word for a test it did not run: the job asked to skip what follows a timeout.
+SKIPPED = "skipped"
 
 # Torch's and NumPy's process-wide settings the child puts back before every test (torchstate.py): a
 # load or test header may name those its code left changed (settings_changed), for the problem check.

@@ -47,6 +47,7 @@ class Job:
     max_result_bytes: int
     tests: list[tuple[str, int]]  # (code, seed)
     helpers: str = ""  # run in each test's namespace before its code
+    skip_after_timeout: bool = False  # a test that runs out of time ends the job: the rest are skipped
 
     @classmethod
     def parse(cls, body: bytes) -> Job:
@@ -66,6 +67,7 @@ class Job:
                 max_result_bytes=int(raw["max_result_bytes"]),
                 tests=tests,
                 helpers=str(raw.get("helpers", "")),
+                skip_after_timeout=raw.get("after_timeout", "run") == "skip",
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise protocol.FrameError(f"malformed job: {type(exc).__name__}") from None
@@ -259,10 +261,22 @@ class Runner:
             if output is not None:
                 header["output"] = output
             ended = proc.reap(block=False)
+            if header["status"] == protocol.TIMEOUT and job.skip_after_timeout:
+                self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests))
+                self._skip(job, next_index, index)
+                return len(job.tests)
             self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests) and not ended)
             if ended:
                 break  # the rest of the tests run in a fresh child
         return next_index
+
+    def _skip(self, job: Job, first: int, timed_out: int) -> None:
+        """The tests after one that ran out of time, reported as not run: a solution that loops costs one
+        time limit, not one per test."""
+        message = f"not run: test {timed_out + 1} ran out of time, and the tests after a timeout are skipped"
+        for index in range(first, len(job.tests)):
+            header = {"index": index, "status": protocol.SKIPPED, "time_ms": 0, "message": message}
+            self.emit(protocol.TEST, header, hold=index + 1 < len(job.tests))
 
     def serve(self) -> None:
         """Serves jobs until stdin ends; then, or when it cannot go on, says why on the container's stderr

@@ -147,7 +147,9 @@ def test_a_running_submission_streams_status_tests_heartbeats_then_the_verdict(
     assert [test["index"] for test in tests] == list(range(len(verdict["tests"]))), "each test once, in order"
     assert tests == [without_hint(test) for test in verdict["tests"]]
     hidden = verdict["hidden"]
-    assert hidden["total"] - hidden["passed"] == 3 and hidden["first_failed"] is not None  # the three that hang
+    # The first that hangs times out, and the tests after it are skipped (the problem's after_timeout).
+    assert hidden["first_failed"] is not None
+    assert hidden["total"] - hidden["passed"] == hidden["total"] - hidden["first_failed"] + 1
 
 
 # Forgets the scaling (so visible and hidden tests fail, and the pitfall's hint applies), and takes about
@@ -254,7 +256,7 @@ def test_events_arrive_while_the_submission_runs(live_server: str) -> None:
     first_test = next(at for at, kind in arrivals if kind == "test")
     verdict_at = arrivals[-1][0]
     assert verdict_at - first_test > 1.0, arrivals
-    assert verdict_at > 4.0, arrivals  # three 2 s time limits: the run itself is long
+    assert verdict_at > 2.0, arrivals  # a 2 s time limit (the tests after it skipped): the run itself is long
 
 
 def test_a_client_that_leaves_stops_its_stream(live_server: str, service: Any) -> None:
