@@ -112,8 +112,8 @@ def test_the_check_names_a_reference_and_a_test_that_leave_settings_changed(chec
         "reference: |\n  import torch\n\n  torch.set_printoptions(precision=2)\n\n\n"
         "  def predict(x):\n      return x * 2\n",
     ).replace(
-        "      loss(w).backward()\n      return {\"grad\": w.grad}\n",
-        "      loss(w).backward()\n      torch.set_default_dtype(torch.float64)\n      return {\"grad\": w.grad}\n",
+        '      loss(w).backward()\n      return {"grad": w.grad}\n',
+        '      loss(w).backward()\n      torch.set_default_dtype(torch.float64)\n      return {"grad": w.grad}\n',
     )
     assert leaky.count("set_printoptions") == 1 and leaky.count("set_default_dtype") == 1
     report = checker.check_text(leaky, "leaky.yaml")
