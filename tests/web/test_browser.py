@@ -294,3 +294,29 @@ def test_lists_catch_up_with_verdicts_that_came_after_the_tab_closed(
     # The browser logs the expected 404 of the unknown submission; nothing else may have failed.
     assert browser_log.errors == ["Failed to load resource: the server responded with a status of 404 (Not Found)"]
     browser_log.errors.clear()
+
+
+def test_at_a_phones_width_every_rows_result_is_on_screen(browser: Any, live_server: str) -> None:
+    """At 390 px the report keeps to the screen: each row's Result in view, the details scrolling in their box."""
+    with httpx.Client(base_url=live_server, timeout=120) as http:
+        source = (CASES_DIR / "embedding-layer" / "forgot-scaling" / "solution.py").read_text()
+        verdict = http.post("/api/submissions?wait=60", json={"problem_id": "embedding-layer", "source": source}).json()
+    assert verdict["status"] == "wrong_answer", verdict
+    context = browser.new_context(base_url=live_server, viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        page.goto(f"/submissions/{verdict['id']}")
+        page.wait_for_selector('#report[data-final="true"]')
+        assert page.locator(".details-row").count() > 0, "a failed visible test shows its details"
+        width = page.evaluate("document.documentElement.clientWidth")
+        rights = page.locator("tr.result-row td.result-cell").evaluate_all(
+            "cells => cells.map(c => c.getBoundingClientRect().right)"
+        )
+        assert rights and max(rights) <= width, f"a Result cell ends at {max(rights):.0f} px of {width}"
+        table = page.locator("table.results").evaluate("t => t.getBoundingClientRect().width")
+        assert table <= width, f"the results table is {table:.0f} px wide on a {width} px screen"
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"the page scrolls sideways: {scroll} px"
+        screenshot(page, "report-phone-width")
+    finally:
+        context.close()

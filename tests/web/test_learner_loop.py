@@ -60,6 +60,43 @@ def test_run_on_the_visible_tests_shows_each_result_and_what_it_printed(page: An
     assert browser_log.dialogs == []
 
 
+def in_view(page: Any, selector: str) -> bool:
+    """Whether the element's top line is inside the window, as the page stands (nothing scrolled by the test)."""
+    return bool(
+        page.evaluate(
+            """(selector) => {
+                const box = document.querySelector(selector).getBoundingClientRect();
+                return box.height > 0 && box.top >= 0 && box.top + 16 <= window.innerHeight;
+            }""",
+            selector,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "own"),
+    [(1366, 900, False), (1366, 900, True), (390, 844, False), (390, 844, True)],
+    ids=["desktop", "desktop-own-input", "phone", "phone-own-input"],
+)
+def test_runs_result_appears_in_view_with_the_focus_on_it(
+    browser: Any, live_server: str, width: int, height: int, own: bool
+) -> None:
+    """Every learner's first Run: the result's first line is in the window without scrolling, and the focus
+    is on its heading (a screen reader reads it)."""
+    context = browser.new_context(base_url=live_server, viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.goto("/problems/embedding-layer")
+        run_from_page(page, FORGOT_SCALING, {"tokens": "[[1, 2]]"} if own else None)
+        page.wait_for_selector("#run-result:not([hidden])")
+        page.wait_for_timeout(100)
+        assert in_view(page, "#run-result-title"), f"the result is out of view at {width}x{height}"
+        assert page.evaluate("document.activeElement && document.activeElement.id") == "run-result-title"
+        screenshot(page, f"run-result-{width}x{height}{'-own' if own else ''}", full_page=False)
+    finally:
+        context.close()
+
+
 def test_run_on_ones_own_input_shows_expected_against_got(page: Any) -> None:
     page.goto("/problems/embedding-layer")
     form = page.locator("#custom-input")

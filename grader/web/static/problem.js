@@ -149,6 +149,7 @@ function showRunError(message) {
   runError.textContent = message;
   runError.hidden = false;
   runAnnouncer.textContent = "";
+  runError.scrollIntoView({ block: "nearest" });
 }
 
 /** Runs the editor's code: on the visible tests, or (own) on the custom test with the form's values. */
@@ -205,6 +206,15 @@ async function run(own = false) {
     return;
   }
   runAnnouncer.textContent = renderRun(runResult, answer);
+  showRunResult();
+}
+
+/** Brings Run's result into view and moves the focus to its heading (announced by screen readers). */
+function showRunResult() {
+  const title = document.getElementById("run-result-title");
+  const reduce = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  runResult.scrollIntoView({ block: "start", behavior: reduce ? "auto" : "instant" });
+  title.focus({ preventScroll: true });
 }
 
 if (customForm) {
