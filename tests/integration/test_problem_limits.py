@@ -9,11 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from grader.config import Settings
-from grader.grading.execution import run_module
-from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker, StepStatus
 from grader.problems.registry import EffectiveLimits, Registry
+from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
 
@@ -63,10 +62,7 @@ def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64), max_memory_mb=4096)
     problem = registry.make(registry.parse(text, "big.yaml"))
     assert problem.limits.memory_mb == LIMIT_MB
-    sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
-    expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return graded(checker, problem, source)
 
 
 def test_a_reference_using_more_than_the_default_memory_within_its_problems_limit_is_accepted(

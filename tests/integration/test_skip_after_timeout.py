@@ -62,7 +62,7 @@ def grade(checker: ProblemChecker, text: str, source: str) -> tuple[Verdict, flo
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.settings)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    started = time.monotonic()
+    started = time.monotonic()  # the submission's own run only
     run = run_module(sandboxes, problem, source, checker.settings)
     return judge_module(problem, expected, run), time.monotonic() - started
 

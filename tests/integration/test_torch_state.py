@@ -9,11 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from grader.config import Settings
-from grader.grading.execution import run_module
-from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
 
@@ -91,10 +90,7 @@ def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker
 
 def grade(checker: ProblemChecker, source: str) -> Verdict:
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
-    sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
-    expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return graded(checker, problem, source)
 
 
 def test_settings_a_submission_changes_reach_neither_the_tests_inputs_nor_the_next_test(

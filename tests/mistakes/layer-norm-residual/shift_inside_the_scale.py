@@ -1,0 +1,34 @@
+# pitfall: the shift added before the scale
+import torch
+import torch.nn as nn
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(features))
+        self.bias = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
+        x_hat = (x - mean) * torch.rsqrt(var + self.eps)
+        return torch.mul(x_hat.add(self.bias), self.weight)
+
+
+class SublayerConnection(nn.Module):
+    def __init__(self, size, dropout):
+        super().__init__()
+        self.norm = create_layer_norm(size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, sublayer):
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+def create_layer_norm(features, eps=1e-6):
+    return LayerNorm(features, eps)
+
+
+def create_sublayer_connection(size, dropout):
+    return SublayerConnection(size, dropout)
