@@ -1,0 +1,15 @@
+# pitfall: KLDivLoss's default mean reduction
+import torch
+
+
+def smoothed_targets(target, vocab_size, smoothing, padding_idx):
+    dist = torch.full((target.shape[0], vocab_size), smoothing / (vocab_size - 2))
+    dist[torch.arange(target.shape[0]), target] = 1.0 - smoothing
+    dist[:, padding_idx] = 0.0
+    dist[target == padding_idx] = 0.0
+    return dist
+
+
+def label_smoothing_loss(log_probs, target, smoothing, padding_idx):
+    p = smoothed_targets(target, log_probs.shape[1], smoothing, padding_idx).to(log_probs.dtype)
+    return (torch.xlogy(p, p) - p * log_probs).mean()

@@ -1,0 +1,24 @@
+# pitfall: a second Parameter over the same storage
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class TiedEmbeddings(nn.Module):
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.scale = math.sqrt(d_model)
+        self.weight = nn.Parameter(torch.randn(vocab_size, d_model))
+        self.output_weight = nn.Parameter(self.weight.data)  # the same numbers, a parameter of its own
+
+    def embed(self, tokens):
+        return F.embedding(tokens, self.weight) * self.scale
+
+    def generator(self, x):
+        return F.log_softmax(F.linear(x, self.output_weight), dim=-1)
+
+
+def create_tied_embeddings(vocab_size, d_model):
+    return TiedEmbeddings(vocab_size, d_model)
