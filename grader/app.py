@@ -13,12 +13,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from grader.api.admin import admin_router
+from grader.api.batches import batches_router
 from grader.api.docs import docs_router
 from grader.api.edge import CORS_EXPOSED, CORS_HEADERS, CORS_METHODS, DeclaredBodies, EdgeMiddleware
 from grader.api.events import events_router
 from grader.api.forwarded import ForwardedMiddleware
 from grader.api.health import health_router
 from grader.api.limits import BodyLimitMiddleware, route_caps
+from grader.api.listing import listing_router
 from grader.api.me import me_router
 from grader.api.problems import problems_router
 from grader.api.runs import runs_router
@@ -90,6 +92,8 @@ def create_app(settings: Settings | None = None, components: Components | None =
         health_router,
         docs_router,
         problems_router,
+        listing_router,  # before submissions_router: /api/submissions/export is not an id
+        batches_router,
         submissions_router,
         runs_router,
         events_router,

@@ -152,6 +152,16 @@ def _schema(_args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    if args.batch is not None:
+        if args.file is not None or args.run_only or args.json:
+            print("error: --batch takes no FILE, --run or --json (its output is JSON Lines)", file=sys.stderr)
+            return 2
+        from grader.client_batch import main_batch
+
+        return main_batch(args.batch, args.problem, args.url, args.out, args.chunk)
+    if args.file is None or args.problem is None:
+        print("error: grader submit FILE --problem ID (or --batch PATH)", file=sys.stderr)
+        return 2
     from grader.client import main_submit
 
     return main_submit(args.file, args.problem, args.url, args.run_only, args.json)
@@ -177,10 +187,14 @@ def _client_commands(commands: argparse._SubParsersAction, problem_commands: arg
         help="submit a file and follow its grading (exit 0 when accepted, 1 if not, 2 on an error)",
         description="Submits FILE for PROBLEM, prints each test as it finishes, then the verdict and the first "
         "failing visible test's expected against got. With --run, runs it on the visible tests instead (not a "
-        "submission).",
+        "submission). With --batch PATH (a folder of *.py files, or a JSON Lines file of items), grades them all "
+        "through the batch endpoint and writes one JSON line per solution.",
     )
-    submit.add_argument("file", metavar="FILE")
-    submit.add_argument("--problem", required=True, metavar="ID")
+    submit.add_argument("file", metavar="FILE", nargs="?")
+    submit.add_argument("--problem", metavar="ID")
+    submit.add_argument("--batch", metavar="PATH", help="a folder of solutions (*.py) or a JSON Lines file of items")
+    submit.add_argument("--out", metavar="FILE", help="with --batch: where the JSON Lines go (default: stdout)")
+    submit.add_argument("--chunk", type=int, default=1000, metavar="N", help="with --batch: items per request")
     submit.add_argument("--url", help=url_help)
     submit.add_argument(
         "--run", dest="run_only", action="store_true", help="run on the visible tests; nothing is submitted"

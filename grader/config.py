@@ -196,6 +196,11 @@ class Settings(BaseSettings):
     max_memory_mb: int = Field(4096, ge=64, le=16384)
     default_output_kb: int = Field(256, ge=1, le=65536)
     max_source_bytes: int = Field(64 * 1024, ge=1)
+    # POST /api/submissions/batch: at most this many items and bytes per batch, and batches taken in at once
+    # per API process (another is answered 429 with Retry-After; its body is not read).
+    max_batch_items: int = Field(1000, ge=1, le=10_000)
+    max_batch_bytes: int = Field(32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    batch_concurrency: int = Field(2, ge=1, le=64)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -50,12 +50,15 @@ def problem_body_cap() -> int:
 
 def route_caps(settings: Settings) -> Callable[[str, str], int]:
     """The body cap of a request by its method and path: problem uploads (POST /api/problems and
-    PUT /api/problems/{id}) may carry a whole problem file; every other request a submission's worth."""
+    PUT /api/problems/{id}) may carry a whole problem file, a batch GRADER_MAX_BATCH_BYTES; every other
+    request a submission's worth."""
     default, upload = submission_body_cap(settings), problem_body_cap()
 
     def cap(method: str, path: str) -> int:
         if method == "POST" and path == "/api/problems":
             return upload
+        if method == "POST" and path == "/api/submissions/batch":
+            return settings.max_batch_bytes
         if method == "PUT" and path.startswith("/api/problems/") and "/" not in path[len("/api/problems/") :]:
             return upload
         return default

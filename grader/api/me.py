@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel
@@ -11,6 +11,7 @@ from grader.api.deps import ComponentsDep, identify
 from grader.grading.verdict import Status
 from grader.storage import crud
 from grader.storage.db import UtcTime
+from grader.submissions.metadata import stored_metadata
 
 me_router = APIRouter(tags=["submissions"])
 
@@ -23,6 +24,8 @@ class SubmissionSummary(BaseModel):
     score: float
     created_at: UtcTime
     finished_at: UtcTime | None = None
+    batch_id: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class SubmissionList(BaseModel):
@@ -69,6 +72,8 @@ def my_submissions(
                 score=row.score,
                 created_at=row.created_at,
                 finished_at=row.finished_at,
+                batch_id=row.batch_id,
+                metadata=stored_metadata(row.client_metadata),
             )
             for row in rows[:limit]
         ]

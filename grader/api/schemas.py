@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.submissions.intake import SourceText
+from grader.submissions.metadata import Metadata
 
 # What a 422 shows of a malformed request: the first errors, each location (and each of its parts) and
 # message cut to a length; the rest counted.
@@ -51,6 +52,7 @@ class SubmissionCreate(BaseModel):
         le=2**63 - 1,
         description="admin only: grade under this seed (a verdict's `seed`), to reproduce its hidden inputs",
     )
+    metadata: Metadata | None = None
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:

@@ -80,6 +80,7 @@ async def create_submission(
             seed=payload.seed,
             callback_url=callback,
             client_address=request.client.host if request.client else None,
+            metadata=payload.metadata,
         )
         # Woken only when it is final (a stream, by contrast, wants every change).
         watch = components.notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None

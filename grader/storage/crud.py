@@ -34,6 +34,8 @@ def create_submission(
     client_address: str | None = None,
     callback_url: str | None = None,
     taken_for_s: float | None = None,
+    client_metadata: dict[str, Any] | None = None,
+    batch_id: str | None = None,
 ) -> Row[Any]:
     """Stores a queued submission; its row, as stored. With `taken_for_s`, it is stored already taken for
     grading, as mark_running would leave it (running, first attempt, leased for that long): for a grader
@@ -67,6 +69,8 @@ def create_submission(
             "client_address": client_address,
             "callback_url": callback_url,
             "webhook_status": "pending" if callback_url else None,
+            "client_metadata": client_metadata,
+            "batch_id": batch_id,
         },
     ).one()
     session.commit()

@@ -81,11 +81,17 @@ class Submission(Base):
     webhook_next_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # The client address of an anonymous submission (its rate limit); None with an API key.
     client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The client's own bounded object (submissions/metadata.py), echoed in every view; and the batch the
+    # submission came in (POST /api/submissions/batch), if any.
+    client_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    batch_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
 
     __table_args__ = (
         Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),
         Index("ix_submissions_client_address_created_at", "client_address", "created_at"),
         Index("ix_submissions_webhook_status_next_at", "webhook_status", "webhook_next_at"),
+        Index("ix_submissions_problem_id_created_at", "problem_id", "created_at", "id"),
+        Index("ix_submissions_created_at_id", "created_at", "id"),
     )
 
 

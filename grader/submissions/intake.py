@@ -99,11 +99,16 @@ class Intake:
         seed: int | None = None,
         callback_url: str | None = None,
         client_address: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        batch_id: str | None = None,
+        check_limits: bool = True,
     ) -> Stored:
         """Stores a queued submission, or finds the one an earlier try with the same idempotency key made.
         Its seed (grading/seeds.py) is drawn here, unless given (an admin reproducing a verdict).
         Synchronous on purpose: within one process, two requests cannot interleave between the rate check
         and the insert. An anonymous submission records its client address, which its rate limit counts.
+        `metadata` is the client's own object, `batch_id` the batch it came in; a batch checks the limits
+        once for all of its items (`check_limits=False` for each).
         Raises Refused (rate limit, queue full, a key reused with another body)."""
         address = client_address[:64] if client_address and submitter.key_hash is None else None
         with self.db.session() as session:
@@ -113,11 +118,14 @@ class Intake:
                 else None
             )
             if replayed is None:
-                self._check_limits(session, submitter, address)
+                if check_limits:
+                    self._check_limits(session, submitter, address)
                 fields = {
                     "seed": seed if seed is not None else self.seeds.draw(problem),
                     "callback_url": callback_url,
                     "client_address": address,
+                    "client_metadata": metadata,
+                    "batch_id": batch_id,
                     # A grader of this process waits: the submission is stored as it takes it (no second write).
                     "taken_for_s": self.settings.lease_s if self.dispatcher.idle > 0 else None,
                 }
@@ -147,7 +155,11 @@ class Intake:
                         replayed = submission
             else:
                 submission = replayed
-            if replayed is not None and (replayed.problem_id, replayed.source) != (problem.id, source):
+            if replayed is not None and (replayed.problem_id, replayed.source, replayed.client_metadata) != (
+                problem.id,
+                source,
+                metadata,
+            ):
                 raise Refused(422, "this Idempotency-Key was already used with a different request body")
             if replayed is not None:
                 return Stored(submission.id, True)

@@ -29,6 +29,7 @@ from grader.problems.registry import LoadedProblem, Registry
 from grader.sandboxes.protocol import bounded_text
 from grader.storage import crud
 from grader.storage.db import Database, Submission, UtcTime
+from grader.submissions.metadata import stored_metadata
 
 MAX_INT_DIGITS = 64  # a longer integer in details is shown as text: its first and last digits, and its length
 MAX_TEXT = 16 * 1024  # any one text of a test, whatever the judge capped it to when it was stored
@@ -93,6 +94,8 @@ class SubmissionPublic(BaseModel):
     started_at: UtcTime | None = None
     finished_at: UtcTime | None = None
     seed: int | None = Field(None, description="what the hidden tests' inputs were drawn from; shown to the admin only")
+    metadata: dict[str, Any] | None = Field(None, description="the object sent with the submission, as sent")
+    batch_id: str | None = Field(None, description="the batch it came in (POST /api/submissions/batch)")
     webhook: WebhookPublic | None = Field(None, description="the delivery of the verdict to callback_url")
     tests_total: int | None = Field(
         None, description="how many tests the submission has: its problem's while it runs, the verdict's once final"
@@ -241,6 +244,8 @@ def public_submission(
         started_at=submission.started_at,
         finished_at=submission.finished_at,
         seed=submission.seed if admin else None,
+        metadata=stored_metadata(getattr(submission, "client_metadata", None)),
+        batch_id=getattr(submission, "batch_id", None),
         webhook=WebhookPublic(
             url=submission.callback_url,
             status=submission.webhook_status or "pending",

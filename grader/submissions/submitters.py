@@ -76,9 +76,12 @@ class SubmitterAuth:
         )
 
 
-def check_rate(session: Session, submitter: Submitter, per_minute: int, client_address: str | None = None) -> None:
+def check_rate(
+    session: Session, submitter: Submitter, per_minute: int, client_address: str | None = None, needed: int = 1
+) -> None:
     """Refused (429) with Retry-After (seconds until the oldest submission in the window leaves it) over the
-    limit: per API key, or for an anonymous submitter per client address (the proxy's forwarded one)."""
+    limit: per API key, or for an anonymous submitter per client address (the proxy's forwarded one). `needed`:
+    how many submissions are to come in at once (a batch), all of which the window must have room for."""
     if not per_minute or (submitter.key_hash is None and not client_address):
         return
     now = utcnow()
@@ -88,7 +91,7 @@ def check_rate(session: Session, submitter: Submitter, per_minute: int, client_a
     else:
         count, oldest = crud.recent_by_address(session, client_address=client_address or "", since=now - RATE_WINDOW)
         whose = "this client address (send an API key for a limit of its own)"
-    if count < per_minute:
+    if count + needed <= per_minute:
         return
     if oldest is not None and oldest.tzinfo is None:  # SQLite returns naive UTC datetimes
         oldest = oldest.replace(tzinfo=UTC)

@@ -3,6 +3,7 @@ in a process of its own, against the real service served by uvicorn on a port.""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -128,3 +129,37 @@ def test_problems_list_and_show(url: str) -> None:
     shown = grader("problems", "show", "embedding-layer", "--url", url)
     assert shown.returncode == 0 and "entry points: create_embedding_layer, embed_tokens" in shown.stdout
     assert "--- starter code ---" in shown.stdout
+
+
+def test_a_folder_of_solutions_is_graded_as_a_batch_into_json_lines(url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "solutions"
+    folder.mkdir()
+    (folder / "a_correct.py").write_text(EMBEDDING.reference)
+    (folder / "b_unscaled.py").write_text(UNSCALED)
+    (folder / "c_empty.py").write_text("   \n")
+    (folder / "notes.txt").write_text("not a solution")
+    out = tmp_path / "verdicts.jsonl"
+    done = grader("submit", "--batch", str(folder), "--problem", "embedding-layer", "--url", url, "--out", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr  # not every one is accepted
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["file"] for line in lines] == ["a_correct.py", "b_unscaled.py", "c_empty.py"]
+    assert lines[0]["status"] == "accepted" and lines[0]["metadata"] == {"file": "a_correct.py"}
+    assert lines[1]["status"] == "wrong_answer" and lines[1]["batch_id"] == lines[0]["batch_id"]
+    assert lines[2]["refused"]["status"] == 422 and "empty" in lines[2]["refused"]["detail"]
+    assert "3 solutions in" in done.stderr and "1 accepted" in done.stderr and "1 refused" in done.stderr
+    assert "3/3 graded" in done.stderr  # progress, as lines when stderr is not a terminal
+
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        json.dumps({"file": "solutions/a_correct.py", "metadata": {"sample": 1}})
+        + "\n\n"
+        + json.dumps({"source": EMBEDDING.reference, "problem_id": "embedding-layer"})
+        + "\n"
+    )
+    done = grader("submit", "--batch", str(items), "--problem", "embedding-layer", "--url", url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["status"] for line in lines] == ["accepted", "accepted"]
+    assert lines[0]["metadata"] == {"sample": 1} and lines[1]["file"] == "line 3"
+    assert grader("submit", "--batch", str(tmp_path / "missing"), "--url", url).returncode == 2
+    assert grader("submit", "--batch", str(folder), "--url", url).returncode == 2  # a folder needs --problem

@@ -26,6 +26,7 @@ LAYERS = [
     {"web"},
     {"app"},
     {"client"},  # the HTTP client of `grader submit`: it imports nothing of the service
+    {"client_batch"},  # `grader submit --batch`, over the client
     {"cli"},
 ]
 LAYER_OF = {package: index for index, packages in enumerate(LAYERS) for package in packages}

@@ -1,0 +1,158 @@
+"""POST /api/submissions/batch (many submissions in one request, for an evaluation harness) and
+GET /api/batches/{batch_id} (how they stand). The rules are in grader/submissions/batches.py."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from grader.api.deps import ComponentsDep, IntakeDep, http_error, identify, is_admin
+from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown, validation_message
+from grader.grading.verdict import FINAL, Status
+from grader.storage import listing
+from grader.submissions.batches import BatchAccepted, BatchCreate, parse_items, take_batch
+from grader.submissions.metadata import stored_metadata
+from grader.submissions.submitters import Refused
+
+batches_router = APIRouter(tags=["submissions"])
+
+_BATCH_SCHEMA = inline_schema(BatchCreate)
+_BATCH_SCHEMA["properties"]["items"]["items"] = {
+    **inline_schema(SubmissionCreate),
+    "description": "a submission's body, and optionally `idempotency_key` (a string)",
+}
+BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": _BATCH_SCHEMA}}}}
+
+
+class _Taking:
+    """How many batches this process takes in at once: a bound that refuses rather than queues."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def enter(self, limit: int) -> bool:
+        with self.lock:
+            if self.count >= limit:
+                return False
+            self.count += 1
+            return True
+
+    def leave(self) -> None:
+        with self.lock:
+            self.count -= 1
+
+
+_TAKING = _Taking()
+
+
+@batches_router.post(
+    "/api/submissions/batch",
+    status_code=202,
+    response_model=BatchAccepted,
+    openapi_extra=BODY,
+    responses={
+        202: {"description": "taken in: every item's id, or why it was refused"},
+        401: {"description": "an API key is required (GRADER_API_KEYS) and none valid was sent"},
+        413: {"description": "the body is over GRADER_MAX_BATCH_BYTES"},
+        415: {"description": "the body is not sent as application/json"},
+        422: {"description": "malformed body, more items than GRADER_MAX_BATCH_ITEMS, or every item refused"},
+        429: {"description": "no room for the whole batch (rate limit, queue), or too many batches at once"},
+    },
+)
+async def create_batch(request: Request, components: ComponentsDep, intake: IntakeDep) -> JSONResponse:
+    """Up to GRADER_MAX_BATCH_ITEMS submissions at once. Each item is taken in or refused on its own (its
+    `index`, `status` and `detail`, as a single POST would answer it); the batch as a whole is refused (429,
+    nothing stored) only when the rate limit or the queue has no room for all of its valid items. Every
+    item's `metadata` is echoed in its verdict; the submissions carry the answer's `batch_id`."""
+    submitter = identify(components, request)
+    admin = is_admin(components, request)
+    settings = components.settings
+    if not _TAKING.enter(settings.batch_concurrency):
+        raise HTTPException(429, "another batch is being taken in; send this one again", headers={"Retry-After": "2"})
+    try:
+        body = await read_json_body(request, BatchCreate, settings.max_batch_bytes)
+        if len(body.items) > settings.max_batch_items:
+            raise HTTPException(
+                422, f"a batch has at most {settings.max_batch_items} items, not {len(body.items)}; send it in parts"
+            )
+        client = request.client.host if request.client else None
+
+        def take() -> BatchAccepted:
+            items = parse_items(body, SubmissionCreate, submitter, intake, admin=admin, message=validation_message)
+            return take_batch(intake, items, submitter, client)
+
+        try:
+            accepted = await run_in_threadpool(take)
+        except Refused as refused:
+            raise http_error(refused) from None
+    finally:
+        _TAKING.leave()
+    status = 202 if accepted.accepted else 422
+    return JSONResponse(accepted.model_dump(mode="json"), status_code=status)
+
+
+class BatchItemSummary(BaseModel):
+    id: str
+    problem_id: str
+    status: Status
+    score: float
+    metadata: dict[str, Any] | None = None
+
+
+class BatchStatus(BaseModel):
+    batch_id: str
+    total: int
+    final: int = Field(description="how many have their verdict")
+    done: bool = Field(description="whether every submission of the batch has its verdict")
+    counts: dict[str, int] = Field(description="how many submissions are in each status")
+    submissions: list[BatchItemSummary] = Field(description="oldest first")
+
+
+@batches_router.get(
+    "/api/batches/{batch_id}",
+    response_model=BatchStatus,
+    responses={404: {"description": "no such batch (or not the caller's)"}},
+)
+def get_batch(
+    batch_id: str,
+    request: Request,
+    components: ComponentsDep,
+    include: Annotated[bool, Query(description="list each submission (false: the counts only)")] = True,
+) -> BatchStatus:
+    """How a batch stands: counts per status and, for each submission, its status and score. The caller's
+    own batches only (the admin's: any)."""
+    submitter = identify(components, request)
+    owner = None if is_admin(components, request) else submitter.key_hash
+    with components.db.session() as session:
+        rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=components.settings.max_batch_items)
+    if not rows or (owner is not None and any(row.api_key_hash != owner for row in rows)):
+        raise HTTPException(404, f"no batch {shown(batch_id)}")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    final = sum(count for status, count in counts.items() if Status(status) in FINAL)
+    return BatchStatus(
+        batch_id=batch_id,
+        total=len(rows),
+        final=final,
+        done=final == len(rows),
+        counts=counts,
+        submissions=[
+            BatchItemSummary(
+                id=row.id,
+                problem_id=row.problem_id,
+                status=Status(row.status),
+                score=row.score,
+                metadata=stored_metadata(row.client_metadata),
+            )
+            for row in rows
+        ]
+        if include
+        else [],
+    )

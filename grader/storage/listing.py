@@ -1,0 +1,116 @@
+"""Reading many submissions at once: a batch, the admin's filtered list, an export. Every query is keyset
+paginated on (created_at, id), so that a page costs the same however deep it is, and an export reads the
+table a page at a time (each page in a session of its own) instead of holding every row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Row, and_, or_, select
+from sqlalchemy.orm import Session
+
+from grader.storage.db import Database, Submission, as_utc
+
+TABLE = Submission.__table__
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+# What a list or export reads of a row: everything but the source.
+SUMMARY_COLUMNS = [column for column in TABLE.c if column.name != "source"]
+
+
+def batch_rows(session: Session, *, batch_id: str, limit: int) -> list[Row[Any]]:
+    """A batch's submissions, oldest first."""
+    query = (
+        select(*SUMMARY_COLUMNS)
+        .where(TABLE.c.batch_id == batch_id)
+        .order_by(TABLE.c.created_at, TABLE.c.id)
+        .limit(limit)
+    )
+    return list(session.execute(query))
+
+
+@dataclass(frozen=True)
+class Filters:
+    problem_id: str | None = None
+    status: str | None = None
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created before
+    batch_id: str | None = None
+    api_key_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ends: the last row's creation time and id (the next page starts after it)."""
+
+    created_at: datetime
+    id: str
+
+    def encode(self) -> str:
+        """Opaque and URL-safe: microseconds since 1970 (UTC), a dot, the id."""
+        return f"{(as_utc(self.created_at) - EPOCH) // MICROSECOND}.{self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """Raises ValueError for anything but what encode() made."""
+        micros, sep, ident = text.partition(".")
+        if not sep or not micros.isdigit() or len(micros) > 18 or not ident.isalnum() or len(ident) > 32:
+            raise ValueError(text)
+        try:
+            return cls(EPOCH + int(micros) * MICROSECOND, ident)
+        except OverflowError:
+            raise ValueError(text) from None
+
+
+def _where(filters: Filters, after: Cursor | None) -> list[Any]:
+    conditions: list[Any] = []
+    if filters.problem_id is not None:
+        conditions.append(TABLE.c.problem_id == filters.problem_id)
+    if filters.status is not None:
+        conditions.append(TABLE.c.status == filters.status)
+    if filters.since is not None:
+        conditions.append(TABLE.c.created_at >= filters.since)
+    if filters.until is not None:
+        conditions.append(TABLE.c.created_at < filters.until)
+    if filters.batch_id is not None:
+        conditions.append(TABLE.c.batch_id == filters.batch_id)
+    if filters.api_key_hash is not None:
+        conditions.append(TABLE.c.api_key_hash == filters.api_key_hash)
+    if after is not None:
+        conditions.append(
+            or_(
+                TABLE.c.created_at > after.created_at,
+                and_(TABLE.c.created_at == after.created_at, TABLE.c.id > after.id),
+            )
+        )
+    return conditions
+
+
+def page(
+    session: Session, filters: Filters, *, after: Cursor | None, limit: int
+) -> tuple[list[Row[Any]], Cursor | None]:
+    """Up to `limit` rows after the cursor, oldest first, and the cursor of the next page (None at the end)."""
+    query = (
+        select(*SUMMARY_COLUMNS)
+        .where(*_where(filters, after))
+        .order_by(TABLE.c.created_at, TABLE.c.id)
+        .limit(limit + 1)
+    )
+    rows = list(session.execute(query))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (Cursor(rows[-1].created_at, rows[-1].id) if more and rows else None)
+
+
+def every_row(db: Database, filters: Filters, *, page_size: int = 500) -> Iterator[Row[Any]]:
+    """Every matching row, oldest first, read a page at a time (each page in a session of its own)."""
+    after: Cursor | None = None
+    while True:
+        with db.session() as session:
+            rows, after = page(session, filters, after=after, limit=page_size)
+        yield from rows
+        if after is None:
+            return
