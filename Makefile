@@ -1,4 +1,4 @@
-.PHONY: setup setup-test run test bench load e2e-compose lint lint-checks clean
+.PHONY: setup setup-test run test bench bench-batch load e2e-compose lint lint-checks clean
 
 setup:
 	@scripts/setup.sh
@@ -14,6 +14,10 @@ test: setup-test lint-checks
 
 bench: setup
 	.venv/bin/python bench/bench.py
+
+# 1,000 solutions, a quarter looping forever, through POST /api/submissions/batch (grader submit --batch).
+bench-batch: setup
+	.venv/bin/python bench/batch.py
 
 # Celery mode under load: 1,000 submissions from 32 clients, a worker killed with -9 halfway.
 load: setup-test
