@@ -93,6 +93,8 @@ def _post_batch(client: Client, items: list[dict[str, Any]]) -> tuple[int, dict[
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if client.api_key:
         headers["Authorization"] = f"Bearer {client.api_key}"
+    elif client.owner_token:
+        headers["X-Owner-Token"] = client.owner_token
     data = json.dumps({"items": items}).encode()
     request = urllib.request.Request(f"{client.url}/api/submissions/batch", data=data, headers=headers, method="POST")
     try:

@@ -44,7 +44,7 @@ SHOWN_CHARS = 100
 # CORS for GRADER_CORS_ORIGINS: what their pages may send and read. No credentials: the API takes its
 # keys and tokens from headers, never from cookies.
 CORS_METHODS = ("GET", "POST", "PUT", "DELETE")
-CORS_HEADERS = ("Authorization", "Content-Type", "X-API-Key", "Idempotency-Key", "Last-Event-ID")
+CORS_HEADERS = ("Authorization", "Content-Type", "X-API-Key", "X-Owner-Token", "Idempotency-Key", "Last-Event-ID")
 CORS_EXPOSED = ("Location", "Retry-After", "Idempotent-Replayed")
 
 

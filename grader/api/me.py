@@ -1,4 +1,6 @@
-"""GET /api/me/submissions: the caller's own submissions, newest first (its API key identifies it)."""
+"""GET /api/me/submissions: the caller's own submissions, newest first: its API key identifies it or, on a
+server without keys, the X-Owner-Token its submissions were made with (a browser makes one and keeps it;
+`grader submit` sends GRADER_OWNER_TOKEN)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from grader.grading.verdict import Status
 from grader.storage import crud
 from grader.storage.db import UtcTime
 from grader.submissions.metadata import stored_metadata
+from grader.submissions.submitters import Submitter
 
 me_router = APIRouter(tags=["submissions"])
 
@@ -33,12 +36,19 @@ class SubmissionList(BaseModel):
     next: str | None = None  # pass as ?before= for the next (older) page
 
 
+def _owner(submitter: Submitter) -> tuple[str | None, str | None]:
+    """(api_key_hash, owner_hash) as the caller's submissions are stored."""
+    if submitter.key_hash is not None:
+        return submitter.key_hash, None
+    return None, submitter.owner_hash
+
+
 @me_router.get(
     "/api/me/submissions",
     response_model=SubmissionList,
     responses={
         401: {"description": "no valid API key"},
-        404: {"description": "this server has no API keys, so no submission has an owner"},
+        404: {"description": "no API keys on this server, and no X-Owner-Token sent"},
     },
 )
 def my_submissions(
@@ -48,20 +58,29 @@ def my_submissions(
     before: Annotated[str | None, Query(max_length=64, description="a submission id: list older ones")] = None,
     problem_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> SubmissionList:
-    """The caller's own submissions, newest first (the API key identifies the caller)."""
-    if not components.submitters.enabled:
-        raise HTTPException(404, "this server has no API keys (GRADER_API_KEYS): submissions have no owner")
+    """The caller's own submissions, newest first (the API key identifies the caller; without keys, the
+    X-Owner-Token its submissions were made with)."""
     submitter = identify(components, request)
-    assert submitter.key_hash is not None
+    if submitter.key_hash is None and submitter.owner_hash is None:
+        raise HTTPException(
+            404,
+            "this server has no API keys (GRADER_API_KEYS): send the X-Owner-Token your submissions were made with",
+        )
     with components.db.session() as session:
         cursor = None
         if before is not None:
             anchor = crud.get_submission(session, submission_id=before)
-            if anchor is None or anchor.api_key_hash != submitter.key_hash:
+            if anchor is None or (anchor.api_key_hash, anchor.owner_hash) != _owner(submitter):
                 raise HTTPException(422, f"before: no submission {before!r} of yours")
             cursor = anchor.created_at
+        key_hash, owner_hash = _owner(submitter)
         rows = crud.list_by_key(
-            session, api_key_hash=submitter.key_hash, limit=limit + 1, before=cursor, problem_id=problem_id
+            session,
+            api_key_hash=key_hash,
+            owner_hash=owner_hash,
+            limit=limit + 1,
+            before=cursor,
+            problem_id=problem_id,
         )
         page = [
             SubmissionSummary(

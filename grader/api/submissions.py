@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify, is_admin
 from grader.api.limits import submission_body_cap
 from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown
 from grader.grading.verdict import FINAL, Status
+from grader.storage import crud
 from grader.submissions.intake import check_source
 from grader.submissions.public import SubmissionAccepted, SubmissionPublic
 from grader.submissions.submitters import Refused, idempotency_key
@@ -124,3 +125,18 @@ def get_submission(
     if public is None:
         raise HTTPException(404, f"no submission {shown(submission_id)}")
     return public
+
+
+@submissions_router.get(
+    "/api/submissions/{submission_id}/source",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {}}}, 404: {"description": "no such submission"}},
+)
+def get_submission_source(submission_id: str, components: ComponentsDep) -> PlainTextResponse:
+    """The submission's source, as its report page shows it (to whoever has its id): what "Edit and submit
+    again" loads into the editor."""
+    with components.db.session() as session:
+        row = crud.submission_row(session, submission_id=submission_id[:64])
+    if row is None:
+        raise HTTPException(404, f"no submission {shown(submission_id)}")
+    return PlainTextResponse(row.source, headers={"Cache-Control": "no-store"})

@@ -36,6 +36,7 @@ def create_submission(
     taken_for_s: float | None = None,
     client_metadata: dict[str, Any] | None = None,
     batch_id: str | None = None,
+    owner_hash: str | None = None,
 ) -> Row[Any]:
     """Stores a queued submission; its row, as stored. With `taken_for_s`, it is stored already taken for
     grading, as mark_running would leave it (running, first attempt, leased for that long): for a grader
@@ -71,6 +72,7 @@ def create_submission(
             "webhook_status": "pending" if callback_url else None,
             "client_metadata": client_metadata,
             "batch_id": batch_id,
+            "owner_hash": owner_hash,
         },
     ).one()
     session.commit()
@@ -231,10 +233,19 @@ def recent_by_address(session: Session, *, client_address: str, since: datetime)
 
 
 def list_by_key(
-    session: Session, *, api_key_hash: str, limit: int, before: datetime | None = None, problem_id: str | None = None
+    session: Session,
+    *,
+    api_key_hash: str | None = None,
+    owner_hash: str | None = None,
+    limit: int,
+    before: datetime | None = None,
+    problem_id: str | None = None,
 ) -> list[Submission]:
-    """A key's own submissions, newest first."""
-    query = select(Submission).where(Submission.api_key_hash == api_key_hash)
+    """A key's own submissions (or, without keys, an owner token's), newest first."""
+    if (api_key_hash is None) == (owner_hash is None):
+        raise ValueError("one of api_key_hash and owner_hash")
+    mine = Submission.api_key_hash == api_key_hash if api_key_hash is not None else Submission.owner_hash == owner_hash
+    query = select(Submission).where(mine)
     if before is not None:
         query = query.where(Submission.created_at < before)
     if problem_id is not None:

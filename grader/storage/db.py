@@ -85,6 +85,9 @@ class Submission(Base):
     # submission came in (POST /api/submissions/batch), if any.
     client_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     batch_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    # Without API keys: a SHA-256 of the submitter's own token (X-Owner-Token, which a browser makes and
+    # keeps), whose history GET /api/me/submissions lists. None with API keys (the key is the owner).
+    owner_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (
         Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),
@@ -92,6 +95,7 @@ class Submission(Base):
         Index("ix_submissions_webhook_status_next_at", "webhook_status", "webhook_next_at"),
         Index("ix_submissions_problem_id_created_at", "problem_id", "created_at", "id"),
         Index("ix_submissions_created_at_id", "created_at", "id"),
+        Index("ix_submissions_owner_hash_created_at", "owner_hash", "created_at"),
     )
 
 

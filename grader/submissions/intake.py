@@ -126,6 +126,7 @@ class Intake:
                     "client_address": address,
                     "client_metadata": metadata,
                     "batch_id": batch_id,
+                    "owner_hash": submitter.owner_hash if submitter.key_hash is None else None,
                     # A grader of this process waits: the submission is stored as it takes it (no second write).
                     "taken_for_s": self.settings.lease_s if self.dispatcher.idle > 0 else None,
                 }

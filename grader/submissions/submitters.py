@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, timedelta
@@ -40,9 +41,26 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
+
+
 @dataclass(frozen=True)
 class Submitter:
     key_hash: str | None  # None: anonymous, on a server without API keys
+    # Without API keys: a hash of the X-Owner-Token the client sent (a browser makes one and keeps it),
+    # which lists its own history; None when it sent none, and always with keys.
+    owner_hash: str | None = None
+
+
+def owner_hash(headers: Mapping[str, str]) -> str | None:
+    """The hash of a request's X-Owner-Token; None when there is none; Refused (422) for a malformed one."""
+    token = headers.get("x-owner-token")
+    if token is None:
+        return None
+    token = token.strip()
+    if not OWNER_TOKEN.fullmatch(token):
+        raise Refused(422, "X-Owner-Token must be 16 to 128 letters, digits, '-' or '_'", reason="bad_request")
+    return hashlib.sha256(f"owner:{token}".encode()).hexdigest()
 
 
 class SubmitterAuth:
@@ -57,7 +75,7 @@ class SubmitterAuth:
         """The submitter of a request (its headers); Refused (401) when keys are required and none valid is
         presented."""
         if not self._hashes:
-            return Submitter(None)
+            return Submitter(None, owner_hash(headers))
         presented = headers.get("x-api-key")
         if presented is None:
             scheme, _, token = headers.get("authorization", "").partition(" ")

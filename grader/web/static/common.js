@@ -3,6 +3,7 @@
 // recent-submissions lists and the "solved" marks. Everything user-controlled goes in as text, never HTML.
 
 const STORE_KEY = "torchjudge.submissions.v1";
+const OWNER_KEY = "torchjudge.owner.v1";
 const MAX_KEPT = 100;
 // The final statuses, as the server lists them on every page (grader/grading/verdict.py FINAL).
 export const FINAL = new Set((document.body.dataset.finalStatuses || "").split(" ").filter(Boolean));
@@ -33,6 +34,30 @@ function saveSubmissions(list) {
   } catch {
     // Private mode or a full quota: the list is a convenience, grading does not depend on it.
   }
+}
+
+/** This browser's own token (made once, kept in localStorage): its submissions are stored under it, and
+ * GET /api/me/submissions lists them, those sent from `grader submit` with GRADER_OWNER_TOKEN included.
+ * Null when storage is unavailable. */
+export function ownerToken() {
+  try {
+    let token = localStorage.getItem(OWNER_KEY);
+    if (!token || !/^[A-Za-z0-9_-]{16,128}$/.test(token)) {
+      const bytes = new Uint8Array(16);
+      crypto.getRandomValues(bytes);
+      token = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+      localStorage.setItem(OWNER_KEY, token);
+    }
+    return token;
+  } catch {
+    return null;
+  }
+}
+
+/** The headers that say whose a request is: the owner token, when there is one. */
+export function ownerHeaders() {
+  const token = ownerToken();
+  return token ? { "X-Owner-Token": token } : {};
 }
 
 export function recordSubmission(entry) {
@@ -200,11 +225,46 @@ async function refreshUnfinished() {
   }
 }
 
+/** Adds the server's history of this owner (submissions from another tab, the API or the CLI under the
+ * same token) to this browser's list. A server with API keys has no owner tokens: then nothing changes. */
+async function syncFromServer() {
+  const headers = { Accept: "application/json", ...ownerHeaders() };
+  if (!headers["X-Owner-Token"]) return;
+  let listed;
+  try {
+    const response = await fetch("/api/me/submissions?limit=100", { headers });
+    if (!response.ok) return;
+    listed = await response.json();
+  } catch {
+    return;
+  }
+  if (!listed || !Array.isArray(listed.submissions)) return;
+  const known = new Map(loadSubmissions().map((entry) => [entry.id, entry]));
+  let changed = false;
+  for (const row of listed.submissions) {
+    if (!isEntry(row)) continue;
+    const entry = known.get(row.id);
+    if (!entry) {
+      known.set(row.id, { id: row.id, problem_id: row.problem_id, status: row.status, score: row.score, created_at: row.created_at });
+      changed = true;
+    } else if (entry.status !== row.status) {
+      Object.assign(entry, { status: row.status, score: row.score });
+      changed = true;
+    }
+  }
+  if (!changed) return;
+  const merged = [...known.values()].sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
+  saveSubmissions(merged);
+  renderRecentLists();
+  renderProgress();
+}
+
 export function renderBrowserState() {
   renderRecentLists();
   renderProgress();
   renderRelativeTimes();
   refreshUnfinished();
+  syncFromServer();
 }
 
 // Another tab submitted or finished something: keep this one's lists current.

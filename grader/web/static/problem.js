@@ -2,7 +2,7 @@
 // POSTs JSON to /api/submissions and goes to the live report, Run and Run on my input (run.js),
 // and this browser's submissions.
 
-import { recordSubmission, renderBrowserState } from "./common.js";
+import { ownerHeaders, ownerToken, recordSubmission, renderBrowserState } from "./common.js";
 import { Editor } from "./editor.js";
 import { inputErrors, inputsBody, readInputs, refusal, renderRun, showInputErrors } from "./run.js";
 
@@ -41,6 +41,36 @@ if (draft !== null && draft !== starter && draft.trim() !== "") {
 }
 
 const editor = new Editor(textarea, { onSubmit: () => form.requestSubmit() });
+
+// "Edit and submit again" on a report opens this page with ?from=<submission id>: that submission's code
+// goes into the editor (and becomes the draft), not the latest draft.
+async function loadFrom() {
+  const params = new URLSearchParams(window.location.search);
+  const from = params.get("from");
+  if (!from || !/^[0-9a-f]{8,64}$/.test(from)) return;
+  try {
+    const response = await fetch(`/api/submissions/${encodeURIComponent(from)}/source`, { headers: { Accept: "text/plain" } });
+    if (!response.ok) {
+      draftNote.textContent = "That submission's code could not be loaded.";
+      return;
+    }
+    const code = await response.text();
+    editor.setValue(code);
+    writeDraft(code);
+    draftNote.textContent = `The code of submission ${from.slice(0, 8)} was loaded.`;
+    params.delete("from");
+    const query = params.toString();
+    window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : "") + window.location.hash);
+  } catch {
+    draftNote.textContent = "That submission's code could not be loaded.";
+  }
+}
+loadFrom();
+
+const ownerSlot = document.querySelector("[data-owner-token-value]");
+const token = ownerToken();
+if (ownerSlot && token) ownerSlot.textContent = token;
+else if (ownerSlot) ownerSlot.closest("[data-owner-token]").hidden = true;
 
 let draftTimer = 0;
 textarea.addEventListener("input", () => {
@@ -87,7 +117,7 @@ async function submit(event) {
   try {
     response = await fetch("/api/submissions", {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      headers: { "Content-Type": "application/json", Accept: "application/json", ...ownerHeaders() },
       body: JSON.stringify({ problem_id: problemId, source }),
     });
   } catch {
