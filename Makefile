@@ -1,4 +1,4 @@
-.PHONY: setup setup-test run test bench bench-batch load e2e-compose lint lint-checks clean
+.PHONY: setup setup-test run test test-unit test-docker test-security test-web bench bench-batch load e2e-compose lint lint-checks clean
 
 setup:
 	@scripts/setup.sh
@@ -11,6 +11,17 @@ setup-test:
 
 test: setup-test lint-checks
 	.venv/bin/pytest
+
+# One tier at a time (make test runs them all): no Docker; the service with real sandboxes and databases
+# (integration and HTTP); the attacks; the pages in Chromium.
+test-unit: setup
+	.venv/bin/pytest tests/unit
+test-docker: setup-test
+	.venv/bin/pytest tests/integration tests/http
+test-security: setup-test
+	.venv/bin/pytest tests/security
+test-web: setup-test
+	.venv/bin/pytest tests/web
 
 bench: setup
 	.venv/bin/python bench/bench.py
