@@ -135,6 +135,9 @@ def _test_line(test: dict[str, Any]) -> str:
     status = test.get("status")
     time_ms = test.get("time_ms")
     took = f" {time_ms:.0f} ms" if isinstance(time_ms, (int, float)) and math.isfinite(time_ms) else ""
+    memory, limit = test.get("memory_mb"), test.get("memory_limit_mb")
+    if type(memory) is int:
+        took += f" · {memory} MB" + (f" of {limit} MB" if type(limit) is int else "")
     message = f"  {_safe(test['message'], 300)}" if test.get("message") and status != "passed" else ""
     return f"  {MARKS.get(status, _safe(status, 8))}  {_safe(test.get('name'), 200)}{took}{message}"
 

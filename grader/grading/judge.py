@@ -45,6 +45,9 @@ def base_result(problem: ProblemSpec, index: int, header: TestHeader) -> TestRes
         weight=test.weight,
         status=TestStatus.PASSED,
         time_ms=round(header.time_ms, 3),
+        memory_mb=header.memory_mb,
+        # The limit is the trusted side's own (the job's); a judge process's spec has none, nor needs it.
+        memory_limit_mb=limits.memory_mb if (limits := getattr(problem, "limits", None)) is not None else None,
         output=header.output,
     )
 

@@ -75,6 +75,10 @@ class TestResult(BaseModel):
     status: TestStatus
     message: str | None = None
     time_ms: float | None = None
+    # The test's peak resident memory (measured by the runner, reset before each test) and its limit, in MB;
+    # memory_mb is None where it could not be measured (the process ended by itself, or under gVisor sometimes).
+    memory_mb: int | None = None
+    memory_limit_mb: int | None = None
     hint: str | None = None
     details: dict[str, Any] | None = None
     traceback: str | None = None

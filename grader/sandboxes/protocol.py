@@ -56,6 +56,7 @@ MAX_OUTPUT = 4 * 1024
 MAX_ERROR_TYPE = 200
 MAX_LINE = 10**6
 MAX_TIME_MS = 10**7
+MAX_MEMORY_MB = 1 << 20  # a test's peak resident memory, as the runner measured it
 MAX_SEED = 2**63 - 1
 TRUNCATED = " … (truncated)"
 
@@ -201,6 +202,9 @@ class TestHeader(_Failure):
     index: int = Field(ge=0, lt=MAX_TESTS)
     status: Status
     time_ms: float = Field(ge=0, le=MAX_TIME_MS)
+    # The test's peak resident memory in MB, measured by the runner (the child's high-water mark, reset before
+    # the test); absent where it could not be measured (the process ended, or no reset: see docs/architecture.md).
+    memory_mb: int | None = Field(None, ge=0, le=MAX_MEMORY_MB)
     output: Output | None = None
 
     @field_validator("status")

@@ -24,6 +24,7 @@ from grader.submissions.metadata import stored_metadata
 MAX_MESSAGE = 1000
 MAX_TESTS = 1000
 MAX_NAME = 200
+MAX_MEMORY_MB = 1 << 20
 CHUNK_BYTES = 64 * 1024
 
 CSV_COLUMNS = [
@@ -69,14 +70,15 @@ def _tests(stored: Any) -> list[dict[str, Any]]:
         if not isinstance(test, dict):
             continue
         index = test.get("index")
-        time_ms = test.get("time_ms")
+        memory = test.get("memory_mb")
         tests.append(
             {
                 "index": index if isinstance(index, int) and not isinstance(index, bool) else position,
                 "name": _text(test.get("name"), MAX_NAME) or "",
                 "visible": test.get("visible") is True,
                 "status": _text(test.get("status"), 32),
-                "time_ms": _finite(time_ms),
+                "time_ms": _finite(test.get("time_ms")),
+                "memory_mb": memory if type(memory) is int and 0 <= memory <= MAX_MEMORY_MB else None,
                 "message": _text(test.get("message"), MAX_MESSAGE),
             }
         )

@@ -53,6 +53,8 @@ class TestPublic(BaseModel):
     )
     message: str | None = None
     time_ms: float | None = None
+    memory_mb: int | None = Field(None, description="the test's peak resident memory in MB; null where not measured")
+    memory_limit_mb: int | None = Field(None, description="the test's memory limit in MB")
     hint: str | None = None
     details: dict[str, Any] | None = None
     traceback: str | None = None
@@ -150,6 +152,10 @@ def _time(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
+def _megabytes(value: int | None) -> int | None:
+    return value if isinstance(value, int) and 0 <= value <= 1 << 40 else None
+
+
 def _score(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and 0 <= value <= 1 else 0.0
 
@@ -172,6 +178,8 @@ def _shown(result: TestResult, number: int | None, *, status: bool, everything: 
         status=result.status,
         message=_text(result.message),
         time_ms=_time(result.time_ms),
+        memory_mb=_megabytes(result.memory_mb),
+        memory_limit_mb=_megabytes(result.memory_limit_mb),
         hint=_text(result.hint),
         details=plain_details(result.details) if isinstance(result.details, dict) else None,
         traceback=_text(result.traceback),

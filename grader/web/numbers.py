@@ -100,6 +100,13 @@ def fmt_ms(value: Any) -> str:
     return f"{value:.1f} ms"
 
 
+def fmt_mb(value: Any, limit: Any = None) -> str:
+    """A test's peak memory, with its limit when known ("412 MB of 1024 MB"); "" when it was not measured."""
+    if type(value) is not int or value < 0:
+        return ""
+    return f"{value} MB of {limit} MB" if type(limit) is int and limit > 0 else f"{value} MB"
+
+
 def element_count(shape: Any) -> int | None:
     """How many elements a shape holds, when it is a list of sizes a tensor can have."""
     if not isinstance(shape, list) or not shape or len(shape) > 64:

@@ -21,9 +21,9 @@ from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import HiddenSummary, SubmissionPublic, TestPublic
 from grader.web.heatmap import _split_ranges, heatmap_svg
-from grader.web.numbers import as_float, element_count, fmt_ms, fmt_number, fmt_shape, values_differ
+from grader.web.numbers import as_float, element_count, fmt_mb, fmt_ms, fmt_number, fmt_shape, values_differ
 
-__all__ = ["_split_ranges", "fmt_ms", "fmt_number", "fmt_shape", "heatmap_svg", "values_differ"]
+__all__ = ["_split_ranges", "fmt_mb", "fmt_ms", "fmt_number", "fmt_shape", "heatmap_svg", "values_differ"]
 
 log = logging.getLogger(__name__)
 

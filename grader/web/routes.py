@@ -78,7 +78,7 @@ def _environment() -> Environment:
         explanation=report.SUBMISSION_EXPLANATION,
         final_statuses=" ".join(sorted(status.value for status in FINAL)),
     )
-    env.filters.update(number=report.fmt_number, ms=report.fmt_ms, shape=report.fmt_shape)
+    env.filters.update(number=report.fmt_number, ms=report.fmt_ms, mb=report.fmt_mb, shape=report.fmt_shape)
     return env
 
 

@@ -78,6 +78,11 @@ class Child:
         self.peak_at_timeout: int | None = None  # MB resident at its peak, read when its time ran out
         self.memory_mb: int | None = None  # its job's memory limit, once it has a job
         self.graced = False  # the memory's grace (MEMORY_GRACE_S) given once
+        # The current test's memory (reset_peak): whether its high-water mark was reset, the largest VmRSS
+        # seen where there is no high-water mark (gVisor), and its peak read just before the runner killed it.
+        self.peak_reset = False
+        self.rss_seen: int | None = None
+        self.peak_at_kill: int | None = None
 
     def _memory_grace(self, peak: int | None) -> bool:
         if self.graced or peak is None or not self.memory_mb:
@@ -86,18 +91,56 @@ class Child:
         self.graced = low * self.memory_mb <= peak < high * self.memory_mb
         return self.graced
 
-    def peak_mb(self) -> int | None:
-        """The child's peak resident memory in MB (VmHWM; gVisor has only VmRSS, what it holds now), while it
-        lives; None when it cannot be read."""
-        found = []
+    def _memory(self) -> tuple[int | None, int | None]:
+        """(VmHWM, VmRSS) in MB, each None where /proc does not show it: gVisor has no VmHWM, and a process
+        that has ended (a zombie) neither."""
+        found: dict[str, int] = {}
         try:
             with open(f"/proc/{self.pid}/status") as status:
                 for line in status:
                     if line.startswith(("VmHWM:", "VmRSS:")):
-                        found.append(int(line.split()[1]) // 1024)
+                        found[line[:5]] = int(line.split()[1]) // 1024
         except (OSError, ValueError, IndexError):
-            return None
+            return None, None
+        return found.get("VmHWM"), found.get("VmRSS")
+
+    def peak_mb(self) -> int | None:
+        """The child's peak resident memory in MB (VmHWM since the test began; gVisor has only VmRSS, what it
+        holds now), while it lives; None when it cannot be read."""
+        found = [value for value in self._memory() if value is not None]
         return max(found) if found else None
+
+    def reset_peak(self) -> None:
+        """Before a test: the kernel's high-water mark (VmHWM) back to what the child holds now, so that the peak
+        read after the test is this test's, not the process's since it started. The child made itself dumpable
+        (confine.py), so its /proc files are owned by its uid, the runner's, who may write its clear_refs
+        (seccomp and Landlock confine the child, not the runner). gVisor has no clear_refs and no VmHWM: there
+        the largest VmRSS seen during the test stands for its peak (test_peak_mb)."""
+        self.peak_reset, self.rss_seen, self.peak_at_kill = False, None, None
+        try:
+            with open(f"/proc/{self.pid}/clear_refs", "w") as refs:
+                refs.write("5")
+            self.peak_reset = True
+        except OSError:
+            pass
+
+    def _sample_memory(self) -> None:
+        """Where there is no high-water mark to reset (gVisor): the largest VmRSS seen during the test."""
+        hwm, rss = self._memory()
+        if hwm is None and rss is not None:
+            self.rss_seen = max(rss, self.rss_seen or 0)
+
+    def test_peak_mb(self) -> int | None:
+        """The current test's peak resident memory in MB, measured here (never what the child says): VmHWM since
+        reset_peak(); under gVisor the largest VmRSS seen (read every TASK_POLL_S and at the end: a lower bound of
+        the peak). None where it cannot be measured honestly: the process ended by itself (a crash, the OOM
+        killer), or its high-water mark could not be reset (it would be the process's peak since it started)."""
+        if self.exit_status is not None:
+            return self.peak_at_kill  # read just before the runner killed it (its time ran out, say)
+        hwm, rss = self._memory()
+        if hwm is not None:
+            return hwm if self.peak_reset else None
+        return None if rss is None else max(rss, self.rss_seen or 0)
 
     def await_ready(self, deadline: float, oom_before: int, phase: str) -> dict | None:
         """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
@@ -139,6 +182,7 @@ class Child:
 
     def kill(self) -> None:
         if self.exit_status is None:
+            self.peak_at_kill = self.test_peak_mb()
             cleanup.kill_others()
             self.reap(block=True)
 
@@ -268,6 +312,8 @@ class Child:
                     return {"status": protocol.TIMEOUT, "message": f"time limit exceeded during {phase}"}, b""
                 if now >= next_census:
                     next_census = now + TASK_POLL_S
+                    if not self.peak_reset:
+                        self._sample_memory()
                     if cleanup.submission_tasks() > MAX_TASKS:
                         self.kill()
                         message = f"more than {MAX_TASKS} processes and threads at once during {phase}"

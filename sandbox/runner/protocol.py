@@ -75,6 +75,7 @@ MAX_OUTPUT = 4 * 1024
 MAX_ERROR_TYPE = 200
 MAX_LINE = 10**6
 MAX_TIME_MS = 10**7
+MAX_MEMORY_MB = 1 << 20  # a test's peak resident memory, as the runner measured it
 MAX_SEED = 2**63 - 1
 TRUNCATED = " … (truncated)"
 

@@ -234,6 +234,7 @@ class Runner:
             index = next_index
             next_index += 1
             code, seed = job.tests[index]
+            proc.reset_peak()  # the peak read after the test is this test's (child.py)
             started = time.monotonic()
             proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
             proc.graced = False  # the memory's grace, once per test
@@ -245,8 +246,9 @@ class Runner:
                 outcome, body = proc.await_frame(
                     protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase, (HOLD_S, self.flush)
                 )
-            outcome = memory_outcome(outcome, proc, job.memory_mb)
             elapsed_ms = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
+            peak = proc.test_peak_mb()  # measured by the runner, never taken from the child's report
+            outcome = memory_outcome(outcome, proc, job.memory_mb)
             header = clean_header(outcome, protocol.TEST_STATUSES)
             if header["status"] == protocol.OK and outcome.get("index") != index:
                 header, body = (
@@ -257,6 +259,8 @@ class Runner:
             if header["status"] != protocol.OK:
                 body = b""
             header.update(index=index, time_ms=elapsed_ms)
+            if peak is not None:
+                header["memory_mb"] = min(peak, protocol.MAX_MEMORY_MB)
             output = proc.take_output()
             if output is not None:
                 header["output"] = output

@@ -107,16 +107,33 @@ def row(**fields: Any) -> SimpleNamespace:
 
 def test_an_export_record_reads_stored_tests_without_trusting_their_shape() -> None:
     tests = [
-        {"index": 0, "name": "a", "visible": True, "status": "passed", "time_ms": 1.0},
+        {"index": 0, "name": "a", "visible": True, "status": "passed", "time_ms": 1.0, "memory_mb": 412},
         {"index": 1, "name": "b" * 10_000, "visible": False, "status": "failed", "time_ms": float("nan")},
         "not a test",
-        {"index": True, "name": 5, "visible": "yes", "status": ["x"], "time_ms": "1", "message": "m" * 5000},
+        {
+            "index": True,
+            "name": 5,
+            "visible": "yes",
+            "status": ["x"],
+            "time_ms": "1",
+            "memory_mb": 1.5,
+            "message": "m" * 5000,
+        },
     ]
     record = exports.record(row(tests=tests, score=float("inf")))
     assert record["tests_total"] == 3 and record["tests_passed"] == 1 and record["hidden_total"] == 2
     assert record["first_failed"].startswith("bbb") and len(record["first_failed"]) <= exports.MAX_NAME
     odd = record["tests"][2]
-    assert odd == {"index": 3, "name": "", "visible": False, "status": None, "time_ms": None, "message": odd["message"]}
+    assert odd == {
+        "index": 3,
+        "name": "",
+        "visible": False,
+        "status": None,
+        "time_ms": None,
+        "memory_mb": None,
+        "message": odd["message"],
+    }
+    assert record["tests"][0]["memory_mb"] == 412
     assert len(odd["message"]) <= exports.MAX_MESSAGE and record["tests"][1]["time_ms"] is None
     assert record["score"] == 0.0 and record["created_at"] == "2026-01-01T00:00:00+00:00"
     assert record["submitter"] == "f" * 16

@@ -38,6 +38,7 @@ SHARED_CONSTANTS = [
     "MAX_ERROR_TYPE",
     "MAX_LINE",
     "MAX_TIME_MS",
+    "MAX_MEMORY_MB",
     "MAX_SEED",
     "TRUNCATED",
     "MAX_VALUE_DEPTH",

@@ -32,6 +32,13 @@ function formatMs(ms) {
   return `${ms.toFixed(1)} ms`;
 }
 
+/** A test's peak memory and its limit, as the server writes them (numbers.py fmt_mb); "" when not measured. */
+function formatMemory(test) {
+  if (!Number.isInteger(test.memory_mb) || test.memory_mb < 0) return "";
+  const limit = Number.isInteger(test.memory_limit_mb) && test.memory_limit_mb > 0 ? ` of ${test.memory_limit_mb} MB` : "";
+  return `${test.memory_mb} MB${limit}`;
+}
+
 function updateCounts() {
   let done = 0;
   let passed = 0;
@@ -75,6 +82,8 @@ function applyTest(test, again = false) {
     row.querySelector("[data-test-badge]").replaceChildren(badge("test", test.status));
   }
   row.querySelector("[data-test-time]").textContent = formatMs(test.time_ms);
+  const memory = row.querySelector("[data-test-memory]");
+  if (memory) memory.textContent = formatMemory(test);
   const message = row.querySelector("[data-test-message]");
   message.textContent = test.visible && test.status !== "passed" && test.message ? test.message : "";
   showOutput(row, test);

@@ -219,6 +219,10 @@ function renderTest(test, index) {
   const head = element("div", "run-test-head");
   head.append(element("span", "run-test-name", name), badge("test", status));
   if (typeof test.time_ms === "number") head.append(element("span", "run-test-time muted small", formatMs(test.time_ms)));
+  if (Number.isInteger(test.memory_mb) && test.memory_mb >= 0) {
+    const limit = Number.isInteger(test.memory_limit_mb) ? ` of ${test.memory_limit_mb} MB` : "";
+    head.append(element("span", "run-test-memory muted small", `${test.memory_mb} MB${limit}`));
+  }
   item.append(head);
   // As in the report: a failed comparison's details say what its message says, and more.
   if (status !== "passed" && isObject(test.details)) item.append(comparison(test.details));
