@@ -30,22 +30,27 @@ BODY = {"requestBody": {"required": True, "content": {"application/json": {"sche
 
 
 class _Taking:
-    """How many batches this process takes in at once: a bound that refuses rather than queues."""
+    """The batches this process takes in at once: at most `limit` in all and one per client (its API key, else
+    its address), so that a client sending its body slowly (cut after GRADER_BODY_TIMEOUT_S) holds one place,
+    not all of them. A bound that refuses rather than queues; memory stays within `limit` bodies."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.count = 0
+        self.clients: set[str] = set()
 
-    def enter(self, limit: int) -> bool:
+    def enter(self, client: str, limit: int) -> str | None:
+        """None when let in, else why not."""
         with self.lock:
-            if self.count >= limit:
-                return False
-            self.count += 1
-            return True
+            if client in self.clients:
+                return "this client's previous batch is still being taken in"
+            if len(self.clients) >= limit:
+                return "other batches are being taken in"
+            self.clients.add(client)
+            return None
 
-    def leave(self) -> None:
+    def leave(self, client: str) -> None:
         with self.lock:
-            self.count -= 1
+            self.clients.discard(client)
 
 
 _TAKING = _Taking()
@@ -73,15 +78,17 @@ async def create_batch(request: Request, components: ComponentsDep, intake: Inta
     submitter = identify(components, request)
     admin = is_admin(components, request)
     settings = components.settings
-    if not _TAKING.enter(settings.batch_concurrency):
-        raise HTTPException(429, "another batch is being taken in; send this one again", headers={"Retry-After": "2"})
+    client = request.client.host if request.client else None
+    place = f"key:{submitter.key_hash}" if submitter.key_hash is not None else f"address:{client}"
+    busy = _TAKING.enter(place, settings.batch_concurrency)
+    if busy is not None:
+        raise HTTPException(429, f"{busy}; send this one again", headers={"Retry-After": "2"})
     try:
         body = await read_json_body(request, BatchCreate, settings.max_batch_bytes)
         if len(body.items) > settings.max_batch_items:
             raise HTTPException(
                 422, f"a batch has at most {settings.max_batch_items} items, not {len(body.items)}; send it in parts"
             )
-        client = request.client.host if request.client else None
 
         def take() -> BatchAccepted:
             items = parse_items(body, SubmissionCreate, submitter, intake, admin=admin, message=validation_message)
@@ -92,7 +99,7 @@ async def create_batch(request: Request, components: ComponentsDep, intake: Inta
         except Refused as refused:
             raise http_error(refused) from None
     finally:
-        _TAKING.leave()
+        _TAKING.leave(place)
     status = 202 if accepted.accepted else 422
     return JSONResponse(accepted.model_dump(mode="json"), status_code=status)
 
