@@ -1,7 +1,8 @@
 """Logging: plain text for people, or one JSON object per line for a log pipeline (GRADER_LOG_FORMAT=json).
 
 Every record made while a submission is graded carries its id (`submission_id`), whichever module logs
-it: Service.process sets a context variable for the duration, and a filter copies it onto records.
+it: Processor.process (submissions/processing.py) sets a context variable for the duration, and a filter
+copies it onto records.
 """
 
 from __future__ import annotations

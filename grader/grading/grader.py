@@ -1,7 +1,7 @@
 """The Grader: one submission, from source to verdict, through a warm sandbox.
 
 Total: whatever the sandbox sends and whatever fails on this side while it is handled, the result is
-a verdict (bounded: bounds.py) and the container goes back to the pool or is replaced (runs.py).
+a verdict (bounded: bounds.py) and the container goes back to the pool or is replaced (execution.py).
 Blame goes where it belongs: a submission whose sandbox is lost twice, at any tests, crashed it
 itself (runtime_error); internal_error is for the judge's own failures (no container can be had, the
 engine does not answer, the problem's reference fails).

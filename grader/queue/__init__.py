@@ -1,4 +1,5 @@
-"""Dispatchers: how a stored submission reaches the grading function (Service.process).
+"""Dispatchers: how a stored submission reaches the grading function (submissions/processing.py,
+Processor.process).
 
 One interface, one implementation per file, chosen by GRADER_QUEUE:
   local   grader/queue/local.py        an in-process bounded queue and worker threads
