@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -30,11 +29,12 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
+from grader.grading import judge_wire
 from grader.grading.bounds import cap, cap_details
 from grader.grading.execution import ModuleRun, TestRun
 from grader.grading.expected import Expected
-from grader.grading.isolated_worker import JudgeSpec
 from grader.grading.judge import base_result, judge_test
+from grader.grading.judge_wire import JudgeSpec
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import TestResult, TestStatus
 from grader.sandboxes.protocol import MAX_MESSAGE, Outcome, ProtocolViolation, loads_bounded
@@ -207,16 +207,16 @@ class IsolatedJudge:
 
     # -- requests -------------------------------------------------------------------------------------------
     def _spec(self, problem: ProblemSpec | None) -> tuple[bytes, bytes]:
-        """The problem's spec as sent (pickled once per problem object) and its digest."""
+        """The problem's spec as sent (encoded once per problem object) and its digest."""
         if problem is None:
-            blob = pickle.dumps(JudgeSpec("", "", (), ()))
+            blob = judge_wire.encode(JudgeSpec("", "", (), ()))
             return hashlib.sha256(blob).digest(), blob
         with self._specs_lock:
             entry = self._specs.get(id(problem))
             if entry is not None and entry[0] is problem:
                 self._specs.move_to_end(id(problem))
                 return entry[1], entry[2]
-        blob = pickle.dumps(JudgeSpec.of(problem))
+        blob = judge_wire.encode(JudgeSpec.of(problem))
         digest = hashlib.sha256(blob).digest()
         with self._specs_lock:
             self._specs[id(problem)] = (problem, digest, blob)  # the problem kept, so that its id stays its own
@@ -228,9 +228,9 @@ class IsolatedJudge:
         digest, blob = self._spec(problem)
         with self._process() as process:
             sent = blob if digest not in process.specs else None
-            answer = process.ask(pickle.dumps((op, digest, sent, args)), self.timeout_s)
+            answer = process.ask(judge_wire.encode((op, digest, sent, args)), self.timeout_s)
             if answer.get("need_spec"):
-                answer = process.ask(pickle.dumps((op, digest, blob, args)), self.timeout_s)
+                answer = process.ask(judge_wire.encode((op, digest, blob, args)), self.timeout_s)
             process.specs.add(digest)
         if "error" in answer:
             log.warning("a judge process failed on %s: %.100s", op, answer["error"])

@@ -6,10 +6,11 @@ pitfalls all work on data a submission chose; guards in the code bound what each
 this process bounds everything else: its address space (RLIMIT_AS: what it needed to start, plus
 GRADER_JUDGE_MEMORY_MB), its CPU for each request (RLIMIT_CPU, moved up by the budget before each request,
 so that a request past it ends the process with SIGXCPU), no file written (RLIMIT_FSIZE 0), no core dump.
-What it is sent comes from the service (pickled, trusted); what it answers the service reads as hostile:
+What it is sent comes from the service (judge_wire.py: JSON, the returned bytes beside it); what it
+answers the service reads as hostile:
 JSON of a bounded size and nesting, validated against the fields it expects. It never imports torch.
 
-Requests, one at a time: (op, spec digest, pickled JudgeSpec or None, arguments). Answers: for "test", {}
+Requests, one at a time: (op, spec digest, encoded JudgeSpec or None, arguments). Answers: for "test", {}
 (passed) or a status, message and details; {"pitfall": n} for "hint"; {"described": [...]} for
 "describe"; {"need_spec": true} when it no longer holds the problem's spec; {"limit": "memory"} when a
 request ran out of memory; {"error": type} for anything else that failed.
@@ -25,80 +26,24 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import json  # noqa: E402
 import math  # noqa: E402
-import pickle  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
 from collections import OrderedDict  # noqa: E402
-from collections.abc import Mapping  # noqa: E402
-from dataclasses import dataclass, replace  # noqa: E402
 from multiprocessing.connection import Connection  # noqa: E402
 from typing import Any  # noqa: E402
 
-from pydantic import BaseModel  # noqa: E402
-
-from grader.grading import checkers  # noqa: E402
+from grader.grading import judge_wire  # noqa: E402
 from grader.grading.bounds import cap, cap_details  # noqa: E402
 from grader.grading.execution import ModuleRun, TestRun  # noqa: E402
 from grader.grading.expected import Expected  # noqa: E402
 from grader.grading.hints import matching_pitfall  # noqa: E402
 from grader.grading.judge import compare, describe_bodies, judge_test  # noqa: E402
+from grader.grading.judge_wire import JudgeSpec  # noqa: E402
 from grader.grading.verdict import TestStatus  # noqa: E402
 from grader.sandboxes.protocol import MAX_MESSAGE, LoadHeader, Outcome, TestHeader  # noqa: E402
 
 SPECS_KEPT = 64
 RETURNED = TestHeader(index=0, status=Outcome.OK, time_ms=0.0)  # the header of a test that returned a value
-
-
-@dataclass(frozen=True)
-class RuleSpec:
-    """What judging needs of one test."""
-
-    name: str
-    visible: bool
-    weight: float
-    checker: str
-    check: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class PitfallSpec:
-    name: str
-    hint: str
-    code: str = ""
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """What judging needs of a problem (the parts of grading/model.py ProblemSpec it reads): no code."""
-
-    id: str
-    version: str
-    tests: tuple[RuleSpec, ...]
-    pitfalls: tuple[PitfallSpec, ...]
-
-    @classmethod
-    def of(cls, problem: Any) -> JudgeSpec:
-        return cls(
-            id=problem.id,
-            version=problem.version,
-            tests=tuple(
-                RuleSpec(test.name, test.visible, float(test.weight), test.checker, _plain_check(test.check))
-                for test in problem.tests
-            ),
-            pitfalls=tuple(PitfallSpec(pitfall.name, pitfall.hint) for pitfall in problem.pitfalls),
-        )
-
-    def parsed(self) -> JudgeSpec:
-        """Each test's options validated (and expressions compiled) once, here."""
-        tests = tuple(replace(test, check=checkers.get(test.checker).parse(test.check)) for test in self.tests)
-        return replace(self, tests=tests)
-
-
-def _plain_check(check: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        key: value.model_dump(exclude_none=True) if isinstance(value, BaseModel) else value
-        for key, value in check.items()
-    }
 
 
 # -- the limits ---------------------------------------------------------------------------------------------
@@ -162,12 +107,12 @@ OPS = {
 
 
 def answer(raw: bytes, specs: OrderedDict[bytes, JudgeSpec]) -> dict[str, Any]:
-    op, digest, blob, args = pickle.loads(raw)  # noqa: S301 - sent by the service itself, never by a sandbox
+    op, digest, blob, args = judge_wire.decode(raw)  # JSON and bytes: nothing in a request builds objects
     spec = specs.get(digest)
     if spec is None:
         if blob is None:
             return {"need_spec": True}
-        spec = specs[digest] = pickle.loads(blob).parsed()  # noqa: S301 - as above
+        spec = specs[digest] = judge_wire.decode(blob).parsed()
         while len(specs) > SPECS_KEPT:
             specs.popitem(last=False)
     specs.move_to_end(digest)
