@@ -17,7 +17,7 @@ RUN groupadd -g 10002 grader && useradd -u 10002 -g 10002 -M -d /nonexistent -s 
     && mkdir -p /var/lib/torchjudge && chown 10002:10002 /var/lib/torchjudge
 
 COPY app/ /opt/torchjudge/
-RUN python3 -m compileall -q /opt/torchjudge/grader
+RUN python3 -m compileall -q /opt/torchjudge/grader /opt/torchjudge/sandbox
 
 ENV PYTHONPATH=/opt/torchjudge \
     PYTHONUNBUFFERED=1 \

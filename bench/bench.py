@@ -53,9 +53,9 @@ import yaml  # noqa: E402
 from common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 
 from grader.config import Settings  # noqa: E402
+from grader.containers.container import SandboxContainer, docker_client, owner_label  # noqa: E402
 from grader.grading.execution import build_job, job_bound_s  # noqa: E402
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402
-from grader.sandboxes.container import SandboxContainer, docker_client, owner_label  # noqa: E402
 
 PROBLEM = "embedding-layer"
 FLOOR = "scale-by-two"

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.sandboxes.container import docker_client
+from grader.containers.container import docker_client
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # /proc/<pid>/comm is cut to 15 characters: "containerd-shim-runc-v2" reads "containerd-shim".

@@ -52,7 +52,7 @@ import redis  # noqa: E402
 import yaml  # noqa: E402
 from common import breakdown_rows, free_port, mean_phases, percentile, read_phases  # noqa: E402
 
-from grader.sandboxes.container import LABEL  # noqa: E402
+from grader.containers.container import LABEL  # noqa: E402
 
 PROBLEM = "embedding-layer"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -434,7 +434,7 @@ def _cleanup(database: str, queue: str, workdir: Path, *, keep: bool) -> None:
     import docker
 
     from grader.config import Settings
-    from grader.sandboxes.container import owner_label
+    from grader.containers.container import owner_label
     from grader.worker import worker_settings
 
     engine = docker.from_env()

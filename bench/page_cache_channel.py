@@ -42,7 +42,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from grader.app import create_app  # noqa: E402
 from grader.components import build  # noqa: E402
 from grader.config import Settings  # noqa: E402
-from grader.sandboxes.container import SandboxContainer, docker_client  # noqa: E402
+from grader.containers.container import SandboxContainer, docker_client  # noqa: E402
 from tests.security import page_cache as pc  # noqa: E402
 from tests.security.attacks import CORRECT  # noqa: E402
 

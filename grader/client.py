@@ -22,19 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from grader import vocabulary
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 TIMEOUT_S = 120.0
 RESUMES = 3  # times a dropped event stream is picked up again where it stopped
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-MARKS = {
-    "passed": "ok  ",
-    "failed": "FAIL",
-    "error": "ERR ",
-    "timeout": "TIME",
-    "memory": "MEM ",
-    "output": "OUT ",
-    "skipped": "skip",
-}
+MARKS = {status.value: words.mark for status, words in vocabulary.TEST.items()}
 
 
 class ClientError(Exception):

@@ -2,7 +2,7 @@
 
     db          the database (storage/)
     registry    the problems served (problems/registry.py), kept current by the watcher
-    pool        warm sandbox containers (sandboxes/pool.py); empty in a Celery-mode API
+    pool        warm sandbox containers (containers/pool.py); empty in a Celery-mode API
     references  a warm container or two that never run a submission: the reference's runs, for graded
                 submissions only
     judge       the processes where what sandboxes return is judged, under the kernel's limits
@@ -34,6 +34,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from grader.config import Settings
+from grader.containers.pool import SandboxPool
 from grader.grading.expected import ExpectedCache
 from grader.grading.grader import Grader
 from grader.grading.isolated import IsolatedJudge
@@ -48,7 +49,6 @@ from grader.problems.watcher import ProblemWatcher
 from grader.queue import Dispatcher
 from grader.queue.leases import Leases
 from grader.queue.local import LocalQueue
-from grader.sandboxes.pool import SandboxPool
 from grader.storage import crud, problem_data
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
@@ -176,7 +176,7 @@ class Components:
 def max_grading_s(settings: Settings, registry: Registry) -> float:
     """The longest one grading can take: waiting for a sandbox, then two containers' worth of the longest
     job any problem has, with slack. Past it, the grading's lease is no longer renewed."""
-    longest_job = max((len(p.tests) * (p.limits.time_s + 1.0) for p in registry.all()), default=60.0)
+    longest_job = max((sum(limits.time_s + 1.0 for limits in p.test_limits) for p in registry.all()), default=60.0)
     return settings.sandbox_acquire_timeout_s + 2 * (settings.load_time_s + longest_job + 15.0) + 60.0
 
 

@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     sandbox_prewarm: bool = True
     # With sandbox_prewarm: the pool keeps a container that holds every page of the image locked in
     # the host's memory (the image's size, about 820 MB, once per host), so that no reclaim evicts
-    # them later (grader/sandboxes/prewarm.py). Off: the image is read once at start, and may be evicted.
+    # them later (grader/containers/prewarm.py). Off: the image is read once at start, and may be evicted.
     sandbox_pin_image: bool = True
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     sandbox_acquire_timeout_s: float = Field(120.0, gt=0)

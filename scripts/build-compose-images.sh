@@ -80,7 +80,8 @@ if [ "$(current torchjudge-postgres)" != "$hash" ]; then
 fi
 
 # -- torchjudge-service --------------------------------------------------------------------------------
-hash=$(inputs_hash Dockerfile pyproject.toml grader problems)
+hash=$(inputs_hash Dockerfile pyproject.toml grader problems sandbox/__init__.py sandbox/runner/__init__.py \
+    sandbox/runner/protocol.py sandbox/runner/messages.py)
 if [ "$(current torchjudge-service)" != "$hash" ]; then
     echo "==> building torchjudge-service"
     ctx=$cache/service
@@ -109,10 +110,13 @@ if [ "$(current torchjudge-service)" != "$hash" ]; then
         echo "$req_hash" > "$ctx/site-packages.hash"
     fi
 
-    # The service itself, as source: grader/ (templates and static files included) and problems/.
+    # The service itself, as source: grader/ (templates and static files included), problems/, and the
+    # contract with the sandbox that grader/ imports (sandbox/runner/protocol.py and messages.py: stdlib only).
     rm -rf "$ctx/app"
-    mkdir -p "$ctx/app"
+    mkdir -p "$ctx/app/sandbox/runner"
     cp -r grader problems "$ctx/app/"
+    cp sandbox/__init__.py "$ctx/app/sandbox/"
+    cp sandbox/runner/__init__.py sandbox/runner/protocol.py sandbox/runner/messages.py "$ctx/app/sandbox/runner/"
     find "$ctx/app" -name '__pycache__' -prune -exec rm -rf {} +
     build torchjudge-service "$ctx" Dockerfile "$hash"
 fi

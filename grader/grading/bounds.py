@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grader.containers.protocol import MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
 from grader.grading.verdict import TestResult, Verdict
-from grader.sandboxes.protocol import MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
 
 MAX_VERDICT_BYTES = 256 * 1024
 MAX_HINT = 2000

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.sandboxes.values import DTYPES, EPS, FLOAT_DTYPES, Opaque, Tensor
+from grader.containers.values import DTYPES, EPS, FLOAT_DTYPES, Opaque, Tensor
 
 SAMPLE = 8
 FIRST_MISMATCHES = 5

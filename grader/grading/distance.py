@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandboxes.values import Opaque, Tensor
+from grader.containers.values import Opaque, Tensor
 
 FLOOR = 1e-5
 MAX_DEPTH = 64

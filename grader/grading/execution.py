@@ -16,11 +16,11 @@ from typing import Any
 
 from grader import phases
 from grader.config import Settings
+from grader.containers.container import LOADING, SandboxContainer, SandboxLost
+from grader.containers.protocol import Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
+from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
-from grader.sandboxes.container import LOADING, SandboxContainer, SandboxLost
-from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, LoadHeader, Outcome, TestHeader
-from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
 
@@ -143,26 +143,31 @@ class Sticky:
             self.container = None
 
 
-def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int | None = None) -> JobSpec:
-    """The job for one module: every test with its seed (grading/seeds.py) under the submission's seed."""
+def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int | None = None) -> Job:
+    """The job for one module: every test with its seed (grading/seeds.py) under the submission's seed, and
+    its limits."""
     seeds = per_test_seeds(problem, seed)
-    return JobSpec(
+    return Job(
         source=source,
-        entry_points=list(problem.entry_points),
-        limits=JobLimits(
-            time_s=problem.limits.time_s, memory_mb=problem.limits.memory_mb, output_kb=problem.limits.output_kb
+        entry_points=tuple(problem.entry_points),
+        tests=tuple(
+            JobTest(
+                code=test.code,
+                seed=test_seed,
+                limits=Limits(time_s=limits.time_s, memory_mb=limits.memory_mb, output_kb=limits.output_kb),
+            )
+            for test, test_seed, limits in zip(problem.tests, seeds, problem.test_limits, strict=True)
         ),
-        tests=[JobTest(code=test.code, seed=test_seed) for test, test_seed in zip(problem.tests, seeds, strict=True)],
         max_result_bytes=settings.max_result_bytes,
         load_time_s=settings.load_time_s,
         helpers=getattr(problem, "helpers", ""),
-        after_timeout="run" if getattr(problem, "after_timeout", "skip") == "run" else "skip",
+        skip_after_timeout=getattr(problem, "after_timeout", "skip") != "run",
     )
 
 
 def job_bound_s(problem: ProblemSpec, settings: Settings) -> float:
     """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
-    return settings.load_time_s + len(problem.tests) * (problem.limits.time_s + 1.0) + 15.0
+    return settings.load_time_s + sum(limits.time_s + 1.0 for limits in problem.test_limits) + 15.0
 
 
 OnTest = Callable[[int, int, TestRun], None]  # (attempt, test index, its run)

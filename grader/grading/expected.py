@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader.config import Settings
+from grader.containers.protocol import Outcome
+from grader.containers.values import MalformedValue, decode_value
 from grader.grading.execution import MISSING, ModuleRun, Sticky, run_module
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import seed_key
-from grader.sandboxes.protocol import Outcome
-from grader.sandboxes.values import MalformedValue, decode_value
 
 log = logging.getLogger(__name__)
 

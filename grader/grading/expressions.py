@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from grader.containers.values import DTYPES, FLOAT_DTYPES, Tensor, wire_name
 from grader.grading import guards
 from grader.grading.torchlike import MATH, NP, TORCH, TorchArray
-from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor, wire_name
 
 MAX_ELEMENTS, MAX_SEQUENCE, MAX_EXPONENT = guards.MAX_ELEMENTS, guards.MAX_SEQUENCE, guards.MAX_EXPONENT
 MAX_TEXT = 2000

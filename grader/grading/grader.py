@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from grader import phases
 from grader.config import Settings
+from grader.containers.container import SandboxLost
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module
 from grader.grading.expected import ExpectedCache, ProblemBroken
@@ -21,7 +22,6 @@ from grader.grading.isolated import JudgeUnavailable
 from grader.grading.judge import LOCAL, Judge, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.verdict import Status, TestResult, Verdict
-from grader.sandboxes.container import SandboxLost
 
 log = logging.getLogger(__name__)
 

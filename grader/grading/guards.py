@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandboxes.values import wire_name
+from grader.containers.values import wire_name
 
 MAX_ELEMENTS = 10_000_000  # of an array an operation may build
 MAX_SEQUENCE = 1_000_000  # of a list or string `*` may build, of a range, of a list made from an array

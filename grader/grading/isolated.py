@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
+from grader.containers.protocol import MAX_MESSAGE, FrameError, Outcome, loads_bounded
 from grader.grading import judge_wire
 from grader.grading.bounds import cap, cap_details
 from grader.grading.execution import ModuleRun, TestRun
@@ -37,7 +38,6 @@ from grader.grading.judge import base_result, judge_test
 from grader.grading.judge_wire import JudgeSpec
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import TestResult, TestStatus
-from grader.sandboxes.protocol import MAX_MESSAGE, Outcome, ProtocolViolation, loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class JudgeProcess:
             raise JudgeLimit(self._why()) from None
         try:
             answer = loads_bounded(raw, MAX_ANSWER_DEPTH)
-        except ProtocolViolation:
+        except FrameError:
             answer = None
         if not isinstance(answer, dict):
             self.kill()

@@ -32,6 +32,7 @@ from collections import OrderedDict  # noqa: E402
 from multiprocessing.connection import Connection  # noqa: E402
 from typing import Any  # noqa: E402
 
+from grader.containers.protocol import MAX_MESSAGE, LoadHeader, Outcome, TestHeader  # noqa: E402
 from grader.grading import judge_wire  # noqa: E402
 from grader.grading.bounds import cap, cap_details  # noqa: E402
 from grader.grading.execution import ModuleRun, TestRun  # noqa: E402
@@ -40,7 +41,6 @@ from grader.grading.hints import matching_pitfall  # noqa: E402
 from grader.grading.judge import compare, describe_bodies, judge_test  # noqa: E402
 from grader.grading.judge_wire import JudgeSpec  # noqa: E402
 from grader.grading.verdict import TestStatus  # noqa: E402
-from grader.sandboxes.protocol import MAX_MESSAGE, LoadHeader, Outcome, TestHeader  # noqa: E402
 
 SPECS_KEPT = 64
 RETURNED = TestHeader(index=0, status=Outcome.OK, time_ms=0.0)  # the header of a test that returned a value

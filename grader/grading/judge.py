@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from grader.containers.container import LOADING
+from grader.containers.protocol import LoadHeader, Outcome, TestHeader
 from grader.grading import checkers
 from grader.grading.compare import Comparison, describe_outputs
 from grader.grading.execution import MISSING, ModuleRun, TestRun
@@ -21,8 +23,6 @@ from grader.grading.expected import Expected, decoded
 from grader.grading.hints import pitfall_hint
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, Status, TestResult, TestStatus, Verdict, overall
-from grader.sandboxes.container import LOADING
-from grader.sandboxes.protocol import LoadHeader, Outcome, TestHeader
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def base_result(problem: ProblemSpec, index: int, header: TestHeader) -> TestRes
         time_ms=round(header.time_ms, 3),
         memory_mb=header.memory_mb,
         # The limit is the trusted side's own (the job's); a judge process's spec has none, nor needs it.
-        memory_limit_mb=limits.memory_mb if (limits := getattr(problem, "limits", None)) is not None else None,
+        memory_limit_mb=limits[index].memory_mb if (limits := getattr(problem, "test_limits", None)) else None,
         output=header.output,
     )
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from grader.containers.protocol import TestHeader
 from grader.grading import checkers
 from grader.grading.verdict import TestResult
-from grader.sandboxes.protocol import TestHeader
 
 LENGTH = struct.Struct(">I")
 

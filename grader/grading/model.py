@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from grader.sandboxes.container import SandboxContainer
+from grader.containers.container import SandboxContainer
 
 
 class TestSpec(Protocol):
@@ -64,7 +64,9 @@ class ProblemSpec(Protocol):
     @property
     def after_timeout(self) -> str: ...  # "skip": the tests after one that timed out are not run; or "run"
     @property
-    def limits(self) -> LimitsSpec: ...
+    def limits(self) -> LimitsSpec: ...  # the problem's (a test of no file's own, the custom test, gets these)
+    @property
+    def test_limits(self) -> Sequence[LimitsSpec]: ...  # each test's, resolved once: one per test in `tests`
     @property
     def tests(self) -> Sequence[TestSpec]: ...
     @property
@@ -72,7 +74,7 @@ class ProblemSpec(Protocol):
 
 
 class Sandboxes(Protocol):
-    """Where containers come from: a warm pool (sandboxes/pool.py), or a wrapper of one (grading/execution.py)."""
+    """Where containers come from: a warm pool (containers/pool.py), or a wrapper of one (grading/execution.py)."""
 
     @property
     def image_id(self) -> str | None: ...

@@ -21,6 +21,7 @@ class Selection:
     tests: Sequence[TestSpec]
     positions: Sequence[int]  # where each test stands in `problem` (a test not in it: its own number)
     part: str  # what the selection is, in its version: "visible", "custom"
+    of_problem: bool = True  # its tests are the problem's own (not the custom test on a learner's values)
 
     @property
     def id(self) -> str:
@@ -47,6 +48,14 @@ class Selection:
         return self.problem.limits
 
     @property
+    def test_limits(self) -> Sequence[LimitsSpec]:
+        """Each selected test's limits: a test of the problem keeps its own, one of no file's (the custom test)
+        gets the problem's."""
+        if not self.of_problem:
+            return [self.problem.limits] * len(self.tests)
+        return [self.problem.test_limits[position] for position in self.positions]
+
+    @property
     def after_timeout(self) -> str:
         return self.problem.after_timeout
 
@@ -64,7 +73,7 @@ def visible_tests(problem: ProblemSpec) -> Selection:
 def one_test(problem: ProblemSpec, test: TestSpec, part: str) -> Selection:
     """A test that is not one of the problem's (the custom-input test on some values), run with the
     problem's helpers and limits; it stands first (seed 0 when it is fixed)."""
-    return Selection(problem, [test], [0], part)
+    return Selection(problem, [test], [0], part, of_problem=False)
 
 
 def positions_of(problem: ProblemSpec) -> Sequence[int]:

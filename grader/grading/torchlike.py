@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.sandboxes.values import COMPLEX_DTYPES, DTYPES, FLOAT_DTYPES, wire_name
+from grader.containers.values import COMPLEX_DTYPES, DTYPES, FLOAT_DTYPES, wire_name
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 

@@ -1,68 +1,16 @@
-"""The verdict vocabulary and how per-test results add up to one. Verdicts are data, not exceptions."""
+"""A verdict and how per-test results add up to one (the vocabulary: grader/vocabulary.py). Verdicts are data,
+not exceptions."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from grader.sandboxes.protocol import Outcome
+# The words themselves, and what each test status makes of the submission: one table (grader/vocabulary.py).
+from grader.vocabulary import FINAL, LOAD_TO_STATUS, RUNNER_TO_TEST, TEST_TO_STATUS, Status, TestStatus
 
-
-class Status(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    ACCEPTED = "accepted"
-    WRONG_ANSWER = "wrong_answer"
-    RUNTIME_ERROR = "runtime_error"
-    TIME_LIMIT_EXCEEDED = "time_limit_exceeded"
-    MEMORY_LIMIT_EXCEEDED = "memory_limit_exceeded"
-    OUTPUT_LIMIT_EXCEEDED = "output_limit_exceeded"
-    COMPILE_ERROR = "compile_error"
-    INTERNAL_ERROR = "internal_error"
-
-
-FINAL = frozenset(Status) - {Status.QUEUED, Status.RUNNING}
-
-
-class TestStatus(StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    MEMORY = "memory"
-    OUTPUT = "output"
-    SKIPPED = "skipped"
-
-
-# What a test's status makes of the whole submission when it is the first test that did not pass.
-TEST_TO_STATUS = {
-    TestStatus.FAILED: Status.WRONG_ANSWER,
-    TestStatus.ERROR: Status.RUNTIME_ERROR,
-    TestStatus.TIMEOUT: Status.TIME_LIMIT_EXCEEDED,
-    TestStatus.MEMORY: Status.MEMORY_LIMIT_EXCEEDED,
-    TestStatus.OUTPUT: Status.OUTPUT_LIMIT_EXCEEDED,
-    TestStatus.SKIPPED: Status.INTERNAL_ERROR,
-}
-
-# The runner's word for a test, in the grader's vocabulary (a runner "ok" is compared first).
-RUNNER_TO_TEST = {
-    Outcome.ERROR: TestStatus.ERROR,
-    Outcome.TIMEOUT: TestStatus.TIMEOUT,
-    Outcome.MEMORY: TestStatus.MEMORY,
-    Outcome.OUTPUT: TestStatus.OUTPUT,
-    Outcome.SKIPPED: TestStatus.SKIPPED,
-}
-
-# The runner's word for loading the submission.
-LOAD_TO_STATUS = {
-    Outcome.COMPILE_ERROR: Status.COMPILE_ERROR,
-    Outcome.ERROR: Status.RUNTIME_ERROR,
-    Outcome.MEMORY: Status.MEMORY_LIMIT_EXCEEDED,
-    Outcome.TIMEOUT: Status.TIME_LIMIT_EXCEEDED,
-    Outcome.OUTPUT: Status.OUTPUT_LIMIT_EXCEEDED,
-}
+__all__ = ["FINAL", "LOAD_TO_STATUS", "RUNNER_TO_TEST", "TEST_TO_STATUS", "Status", "TestStatus"]
 
 
 class TestResult(BaseModel):

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.config import Settings
+from grader.containers.container import SandboxContainer, SandboxLost
+from grader.containers.pool import SandboxPool
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
@@ -52,8 +54,6 @@ from grader.problems.check_steps import (
 from grader.problems.check_tolerances import tolerance_step
 from grader.problems.locate import Locator
 from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
-from grader.sandboxes.container import SandboxContainer, SandboxLost
-from grader.sandboxes.pool import SandboxPool
 
 log = logging.getLogger(__name__)
 

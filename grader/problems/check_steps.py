@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from grader import vocabulary
+from grader.containers.container import LOADING
+from grader.containers.protocol import Outcome, TestHeader
 from grader.grading.compare import EXACT, compare_outputs
 from grader.grading.execution import ModuleRun, TestRun
 from grader.grading.hints import matching_pitfall, why_no_hint
@@ -13,20 +16,11 @@ from grader.grading.model import ProblemSpec
 from grader.grading.verdict import Status, TestStatus, Verdict
 from grader.problems.check_report import CheckStep, StepStatus, numbers
 from grader.problems.locate import Locator
-from grader.sandboxes.container import LOADING
-from grader.sandboxes.protocol import Outcome, TestHeader
 
 SLOW_FRACTION = 0.5  # a reference test using more of its time limit than this is flagged
 LARGE_OUTPUT = 1024 * 1024
 TEST_FRAME = re.compile(r'File "<test (\d+)>", line (\d+)')
-KIND = {
-    TestStatus.FAILED: "wrong answer",
-    TestStatus.ERROR: "error",
-    TestStatus.TIMEOUT: "time limit",
-    TestStatus.MEMORY: "memory limit",
-    TestStatus.OUTPUT: "output limit",
-    TestStatus.SKIPPED: "skipped",
-}
+KIND = {status: words.short for status, words in vocabulary.TEST.items()}  # the check's word for each
 
 
 def runner_message(run: TestRun | None) -> str:
@@ -99,7 +93,7 @@ def reference_step(problem: ProblemSpec, run: ModuleRun, locate: Locator, second
             else:
                 message = runner_message(test_run)
                 if test_run is not None and test_run.header.status == Outcome.TIMEOUT:
-                    message += f" (limit {problem.limits.time_s:g} s)"
+                    message += f" (limit {problem.test_limits[index].time_s:g} s)"
             loc, line = _blame(locate, index, test_run.header if test_run is not None else None)
             step.errors.append(
                 locate.error(loc, f"the reference fails test {index + 1} {test.name!r}: {message}", line)
@@ -118,10 +112,11 @@ def reference_step(problem: ProblemSpec, run: ModuleRun, locate: Locator, second
     )
     step.warnings += settings_warnings(problem, run)
     for time_ms, index in times:
-        if time_ms > SLOW_FRACTION * problem.limits.time_s * 1000:
+        limit_s = problem.test_limits[index].time_s
+        if time_ms > SLOW_FRACTION * limit_s * 1000:
             step.warnings.append(
                 f"test {index + 1} {tests[index].name!r} takes {time_ms:.0f} ms of its "
-                f"{problem.limits.time_s:g} s limit with the reference"
+                f"{limit_s:g} s limit with the reference"
             )
     for size, index in sizes:
         if size > LARGE_OUTPUT:

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from grader.containers.values import EPS, FLOAT_DTYPES, Tensor
 from grader.grading.compare import EPS_MULTIPLE
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
 from grader.problems.check_report import CheckStep, StepStatus
 from grader.problems.locate import Locator
-from grader.sandboxes.values import EPS, FLOAT_DTYPES, Tensor
 
 NOISE = 0.01
 

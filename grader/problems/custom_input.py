@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from grader.problems.custom_test import Argument, CustomTest
 
-# The dtypes a tensor argument may have: those of the wire's list (sandboxes/protocol.py WIRE_DTYPES)
+# The dtypes a tensor argument may have: those of the wire's list (containers/protocol.py WIRE_DTYPES)
 # that torch.tensor builds from a list of Python numbers as written. Floats: the largest finite value
 # (a larger one would arrive as an infinity); ints: the range.
 FLOAT_DTYPES = {

@@ -26,6 +26,7 @@ class VisibleTest(BaseModel):
     name: str
     code: str
     weight: float
+    limits: EffectiveLimits | None = Field(None, description="its own limits, where they are not the problem's")
 
 
 class ArgumentPublic(BaseModel):
@@ -127,7 +128,11 @@ def problem_public(problem: LoadedProblem) -> ProblemPublic:
         entry_points=list(p.entry_points),
         limits=problem.limits,
         helpers=p.helpers,
-        visible_tests=[VisibleTest(name=t.name, code=t.code, weight=t.weight) for t in p.tests if t.visible],
+        visible_tests=[
+            VisibleTest(name=t.name, code=t.code, weight=t.weight, limits=limits if limits != problem.limits else None)
+            for t, limits in zip(p.tests, problem.test_limits, strict=True)
+            if t.visible
+        ],
         hidden_tests=sum(1 for t in p.tests if not t.visible),
         custom_test=CustomTestPublic.of(p.custom_test) if p.custom_test is not None else None,
         hidden_results=p.hidden_results,

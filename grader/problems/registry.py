@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.problems import strict_yaml
-from grader.problems.schema import Alternative, NestedError, Pitfall, Problem, TestCase, duplicate_names
+from grader.problems.schema import Alternative, Limits, NestedError, Pitfall, Problem, TestCase, duplicate_names
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,17 @@ class EffectiveLimits(BaseModel):
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump()
 
+    def under(self, own: Limits | None) -> EffectiveLimits:
+        """These limits with what `own` sets in their place: a test's within its problem's, a problem's
+        within the server's defaults. Resolved once, at load; what each test gets is in LoadedProblem."""
+        if own is None:
+            return self
+        return EffectiveLimits(
+            time_s=own.time_s or self.time_s,
+            memory_mb=own.memory_mb or self.memory_mb,
+            output_kb=own.output_kb or self.output_kb,
+        )
+
 
 @dataclass(frozen=True)
 class LoadedProblem:
@@ -59,7 +70,8 @@ class LoadedProblem:
 
     problem: Problem
     version: str
-    limits: EffectiveLimits
+    limits: EffectiveLimits  # the problem's: what a test that sets none of its own gets
+    test_limits: tuple[EffectiveLimits, ...]  # each test's, in file order
     path: Path | None = None
     uploaded: bool = False
 
@@ -190,13 +202,14 @@ class Registry:
         return parse_problem(text, source, max_memory_mb=self.max_memory_mb)
 
     def make(self, problem: Problem, path: Path | None = None, *, uploaded: bool = False) -> LoadedProblem:
-        limits = EffectiveLimits(
-            time_s=problem.limits.time_s or self.defaults.time_s,
-            memory_mb=problem.limits.memory_mb or self.defaults.memory_mb,
-            output_kb=problem.limits.output_kb or self.defaults.output_kb,
-        )
+        limits = self.defaults.under(problem.limits)
         return LoadedProblem(
-            problem=problem, version=problem_version(problem), limits=limits, path=path, uploaded=uploaded
+            problem=problem,
+            version=problem_version(problem),
+            limits=limits,
+            test_limits=tuple(limits.under(test.limits) for test in problem.tests),
+            path=path,
+            uploaded=uploaded,
         )
 
     def load_dir(self, directory: Path) -> list[ProblemError]:

@@ -20,7 +20,8 @@ class Strict(BaseModel):
 
 
 class Limits(Strict):
-    """Per-test limits; a limit left out takes the server's default (GRADER_DEFAULT_*)."""
+    """A problem's limits for each of its tests, or one test's own: a limit a test leaves out is the
+    problem's, and one the problem leaves out the server's default (GRADER_DEFAULT_*)."""
 
     time_s: float | None = Field(None, gt=0, le=60, description="wall-clock seconds per test")
     memory_mb: int | None = Field(None, ge=64, le=16384, description="memory of the process running the tests")
@@ -55,6 +56,9 @@ class TestCase(Strict):
         description="fresh: the test's randomness is drawn anew for each submission (from a seed the judge "
         "picks and records); fixed: always the same (the test's position). Left out: fixed for a visible test, "
         "else the problem's `seed`",
+    )
+    limits: Limits | None = Field(
+        None, description="this test's own limits (time_s, memory_mb, output_kb); what it leaves out is the problem's"
     )
     checker: str = Field(
         checkers.DEFAULT,

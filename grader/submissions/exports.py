@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from grader.sandboxes.protocol import bounded_text
+from grader.containers.protocol import bounded_text
 from grader.storage.db import as_utc
 from grader.submissions.metadata import stored_metadata
 

@@ -24,9 +24,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import Row
 
+from grader.containers.protocol import bounded_text
 from grader.grading.verdict import FINAL, Status, TestResult, TestStatus
 from grader.problems.registry import LoadedProblem, Registry
-from grader.sandboxes.protocol import bounded_text
 from grader.storage import crud
 from grader.storage.db import Database, Submission, UtcTime
 from grader.submissions.metadata import stored_metadata

@@ -30,7 +30,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grader import vocabulary
 from grader.config import Settings
+from grader.containers.container import SandboxContainer, SandboxLost
+from grader.containers.pool import SandboxPool
+from grader.containers.protocol import Outcome
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.expected import Expected, ExpectedCache, ProblemBroken
@@ -38,12 +42,9 @@ from grader.grading.isolated import JudgeUnavailable
 from grader.grading.judge import LOCAL, Judge, judge_module
 from grader.grading.model import Sandboxes
 from grader.grading.selection import Selection, one_test, visible_tests
-from grader.grading.verdict import Status, TestStatus, Verdict
+from grader.grading.verdict import RUNNER_TO_TEST, Status, TestStatus, Verdict
 from grader.problems.custom_input import InputsRefused
 from grader.problems.registry import LoadedProblem
-from grader.sandboxes.container import SandboxContainer, SandboxLost
-from grader.sandboxes.pool import SandboxPool
-from grader.sandboxes.protocol import Outcome
 from grader.submissions.intake import SourceText
 from grader.submissions.public import TestPublic
 from grader.submissions.run_limits import RunLimits
@@ -303,9 +304,8 @@ def _reference_failure(reference: ModuleRun) -> str | None:
         return None
     if status == Outcome.ERROR:
         return f"it raises {run.header.error_type or 'an exception'}"
-    return {Outcome.TIMEOUT: "time limit", Outcome.MEMORY: "memory limit", Outcome.OUTPUT: "output limit"}.get(
-        status, status.value
-    )
+    test_status = RUNNER_TO_TEST.get(status)
+    return vocabulary.TEST[test_status].short if test_status is not None else status.value
 
 
 def _public(

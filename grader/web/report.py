@@ -17,9 +17,11 @@ from typing import Any
 
 from markupsafe import Markup
 
+from grader import vocabulary
 from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import HiddenSummary, SubmissionPublic, TestPublic
+from grader.vocabulary import NOT_SHOWN, PAGE_ROWS, PENDING, SOME_FAILED, Words
 from grader.web.heatmap import _split_ranges, heatmap_svg
 from grader.web.numbers import as_float, element_count, fmt_mb, fmt_ms, fmt_number, fmt_shape, values_differ
 
@@ -27,57 +29,10 @@ __all__ = ["_split_ranges", "fmt_mb", "fmt_ms", "fmt_number", "fmt_shape", "heat
 
 log = logging.getLogger(__name__)
 
-PENDING = "pending"
-NOT_SHOWN = "not-shown"  # a hidden test whose status the viewer may not see
-SOME_FAILED = "some-failed"  # the hidden tests' row when not all of them passed
-
-
-@dataclass(frozen=True)
-class StatusInfo:
-    label: str
-    tone: str  # ok | fail | limit | error | judge | active | neutral: a CSS class, never the only signal
-    icon: str  # a name in templates/_icons.html
-
-
-SUBMISSION_STATUS: dict[str, StatusInfo] = {
-    Status.QUEUED: StatusInfo("Queued", "neutral", "clock"),
-    Status.RUNNING: StatusInfo("Running", "active", "spinner"),
-    Status.ACCEPTED: StatusInfo("Accepted", "ok", "check"),
-    Status.WRONG_ANSWER: StatusInfo("Wrong answer", "fail", "cross"),
-    Status.RUNTIME_ERROR: StatusInfo("Runtime error", "error", "bolt"),
-    Status.TIME_LIMIT_EXCEEDED: StatusInfo("Time limit exceeded", "limit", "clock"),
-    Status.MEMORY_LIMIT_EXCEEDED: StatusInfo("Memory limit exceeded", "limit", "gauge"),
-    Status.OUTPUT_LIMIT_EXCEEDED: StatusInfo("Output limit exceeded", "limit", "gauge"),
-    Status.COMPILE_ERROR: StatusInfo("Compile error", "error", "code"),
-    Status.INTERNAL_ERROR: StatusInfo("Internal error", "judge", "warning"),
-}
-
-TEST_STATUS: dict[str, StatusInfo] = {
-    PENDING: StatusInfo("Waiting", "neutral", "dots"),
-    TestStatus.PASSED: StatusInfo("Passed", "ok", "check"),
-    TestStatus.FAILED: StatusInfo("Wrong answer", "fail", "cross"),
-    TestStatus.ERROR: StatusInfo("Error", "error", "bolt"),
-    TestStatus.TIMEOUT: StatusInfo("Timed out", "limit", "clock"),
-    TestStatus.MEMORY: StatusInfo("Out of memory", "limit", "gauge"),
-    TestStatus.OUTPUT: StatusInfo("Too much output", "limit", "gauge"),
-    TestStatus.SKIPPED: StatusInfo("Skipped", "neutral", "dash"),
-    NOT_SHOWN: StatusInfo("Not shown", "neutral", "eye-off"),
-    SOME_FAILED: StatusInfo("Not all passed", "fail", "cross"),
-}
-
-# One sentence under the banner, saying what the status means for the person who submitted.
-SUBMISSION_EXPLANATION: dict[str, str] = {
-    Status.QUEUED: "Waiting for a free sandbox. This page updates by itself.",
-    Status.RUNNING: "Your code is being tested. Results appear here as each test finishes.",
-    Status.ACCEPTED: "Every test passed.",
-    Status.WRONG_ANSWER: "Your code ran, but at least one output differs from the reference.",
-    Status.RUNTIME_ERROR: "Your code raised an exception or crashed.",
-    Status.TIME_LIMIT_EXCEEDED: "At least one test ran past its time limit.",
-    Status.MEMORY_LIMIT_EXCEEDED: "At least one test used more memory than allowed.",
-    Status.OUTPUT_LIMIT_EXCEEDED: "At least one test returned or printed more than allowed.",
-    Status.COMPILE_ERROR: "Your code did not load, so no test ran.",
-    Status.INTERNAL_ERROR: "The judge failed, not your code. Please submit again in a moment.",
-}
+# The words, tones and icons of every status and of the page's own rows: one table (grader/vocabulary.py).
+SUBMISSION_STATUS: dict[str, Words] = dict(vocabulary.SUBMISSION)
+TEST_STATUS: dict[str, Words] = {PENDING: PAGE_ROWS[PENDING], **vocabulary.TEST, **PAGE_ROWS}
+SUBMISSION_EXPLANATION: dict[str, str] = {status: words.explanation for status, words in vocabulary.SUBMISSION.items()}
 
 
 @dataclass
@@ -100,7 +55,7 @@ class Row:
         return self.test.status.value if self.test.status is not None else NOT_SHOWN
 
     @property
-    def info(self) -> StatusInfo:
+    def info(self) -> Words:
         return TEST_STATUS[self.status]
 
     @property

@@ -17,9 +17,9 @@ import signal
 import time
 from collections.abc import Callable
 
-import cleanup
-import protocol
-import zygote
+from . import cleanup, protocol, zygote
+from .messages import Report, error
+from .protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, Outcome
 
 READ_CHUNK = 1 << 16
 FORK_RETRIES = 50
@@ -50,8 +50,12 @@ def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
     return forker.fork_child(fds)
 
 
-def _error(message: str, error_type: str) -> dict:
-    return {"status": protocol.ERROR, "error_type": error_type, "message": message}
+# The outcomes a child may report in each kind of frame it sends.
+ALLOWED = {
+    protocol.CHILD_READY: (Outcome.OK,),
+    protocol.CHILD_LOAD: LOAD_OUTCOMES,
+    protocol.CHILD_RESULT: CHILD_TEST_OUTCOMES,
+}
 
 
 class Child:
@@ -142,13 +146,13 @@ class Child:
             return hwm if self.peak_reset else None
         return None if rss is None else max(rss, self.rss_seen or 0)
 
-    def await_ready(self, deadline: float, oom_before: int, phase: str) -> dict | None:
+    def await_ready(self, deadline: float, oom_before: int, phase: str) -> Report | None:
         """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
         once it came, else the outcome of a child that never got ready (it is killed then)."""
         if not self.ready:
-            outcome, _ = self.await_frame(protocol.CHILD_READY, deadline, READY_OUTPUT_LIMIT, oom_before, phase)
-            if outcome.get("status") != protocol.OK:
-                return outcome
+            report, _ = self.await_frame(protocol.CHILD_READY, deadline, READY_OUTPUT_LIMIT, oom_before, phase)
+            if report.status != Outcome.OK:
+                return report
             self.ready = True
             # Anything printed so far came from the judge's own warm-up, not from the submission.
             self.captured.clear()
@@ -219,7 +223,7 @@ class Child:
             text += protocol.TRUNCATED
         self.captured.clear()
         self.shown_bytes = 0
-        return protocol.truncate(text, protocol.MAX_OUTPUT + len(protocol.TRUNCATED))
+        return protocol.bounded_text(text, protocol.MAX_OUTPUT + len(protocol.TRUNCATED))
 
     def _printed(self, data: bytes) -> None:
         self.output_bytes += len(data)
@@ -244,7 +248,7 @@ class Child:
             self._printed(data)
 
     # -- how the child ended -------------------------------------------------------------------------
-    def channel_closed(self, oom_before: int, phase: str) -> dict:
+    def channel_closed(self, oom_before: int, phase: str) -> Report:
         """The result pipe reached EOF: the child exited (the zygote reports how, soon; later under memory
         pressure), or it closed its descriptors and lives on."""
         grace = time.monotonic() + EXIT_REPORT_GRACE_S
@@ -254,31 +258,31 @@ class Child:
             time.sleep(0.005)
         self.kill()
         if cleanup.oom_kills() > oom_before:
-            return {"status": protocol.MEMORY, "message": f"killed for using too much memory during {phase}"}
-        return _error(f"the process closed its result channel during {phase}", "Protocol")
+            return Report(Outcome.MEMORY, message=f"killed for using too much memory during {phase}")
+        return error(f"the process closed its result channel during {phase}", "Protocol")
 
-    def unsent_outcome(self, oom_before: int, phase: str) -> dict:
+    def unsent_outcome(self, oom_before: int, phase: str) -> Report:
         """A command could not be delivered: the child ended, or it stopped reading its commands."""
         if self.reap(block=False):
             return self.death_outcome(oom_before, phase)
         self.kill()
-        return {"status": protocol.TIMEOUT, "message": f"the process stopped taking commands during {phase}"}
+        return Report(Outcome.TIMEOUT, message=f"the process stopped taking commands during {phase}")
 
-    def death_outcome(self, oom_before: int, phase: str) -> dict:
+    def death_outcome(self, oom_before: int, phase: str) -> Report:
         """Why the child ended without sending its result, from the runner's own accounting."""
         self.reap(block=True)
         status = self.exit_status if self.exit_status is not None else -1
         if os.WIFSIGNALED(status):
             number = os.WTERMSIG(status)
             if number == signal.SIGKILL and cleanup.oom_kills() > oom_before:
-                return {"status": protocol.MEMORY, "message": f"killed for using too much memory during {phase}"}
+                return Report(Outcome.MEMORY, message=f"killed for using too much memory during {phase}")
             if number == signal.SIGXCPU:
-                return {"status": protocol.TIMEOUT, "message": f"CPU time limit exceeded during {phase}"}
+                return Report(Outcome.TIMEOUT, message=f"CPU time limit exceeded during {phase}")
             known = signal.Signals._value2member_map_
             name = signal.Signals(number).name if number in known else str(number)
-            return _error(f"the process was killed by {name} during {phase}", "Crash")
+            return error(f"the process was killed by {name} during {phase}", "Crash")
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-        return _error(f"the process exited (code {code}) during {phase}", "Exit")
+        return error(f"the process exited (code {code}) during {phase}", "Exit")
 
     # -- waiting for a frame -------------------------------------------------------------------------
     def await_frame(
@@ -289,7 +293,7 @@ class Child:
         oom_before: int,
         phase: str,
         idle: tuple[float, Callable[[], None]] | None = None,
-    ) -> tuple[dict, bytes]:
+    ) -> tuple[Report, bytes]:
         """Waits for the child's next frame, enforcing the wall-clock, output and task limits. idle=(seconds,
         call): call() once the frame has not come for that long (the runner then writes what it held)."""
         selector = selectors.DefaultSelector()
@@ -309,7 +313,7 @@ class Child:
                         continue
                     self.peak_at_timeout = peak
                     self.kill()
-                    return {"status": protocol.TIMEOUT, "message": f"time limit exceeded during {phase}"}, b""
+                    return Report(Outcome.TIMEOUT, message=f"time limit exceeded during {phase}"), b""
                 if now >= next_census:
                     next_census = now + TASK_POLL_S
                     if not self.peak_reset:
@@ -317,7 +321,7 @@ class Child:
                     if cleanup.submission_tasks() > MAX_TASKS:
                         self.kill()
                         message = f"more than {MAX_TASKS} processes and threads at once during {phase}"
-                        return _error(message, "Resources"), b""
+                        return error(message, "Resources"), b""
                 if on_idle is not None and now >= idle_at:
                     call, on_idle, idle_at = on_idle, None, math.inf
                     call()
@@ -337,7 +341,7 @@ class Child:
         output_limit: int,
         oom_before: int,
         phase: str,
-    ) -> tuple[dict, bytes] | None:
+    ) -> tuple[Report, bytes] | None:
         try:
             data = os.read(key.fd, READ_CHUNK)
         except BlockingIOError:
@@ -352,10 +356,9 @@ class Child:
             self._printed(data)
             if self.output_bytes > output_limit:
                 self.kill()
-                return {
-                    "status": protocol.OUTPUT,
-                    "message": f"printed more than {output_limit // 1024} KiB during {phase}",
-                }, b""
+                return Report(
+                    Outcome.OUTPUT, message=f"printed more than {output_limit // 1024} KiB during {phase}"
+                ), b""
             return None
         if not data:
             return self.channel_closed(oom_before, phase), b""
@@ -363,14 +366,14 @@ class Child:
             received = self.reader.feed(data)
         except OverflowError:
             self.kill()
-            return {"status": protocol.OUTPUT, "message": f"the result of {phase} is too large"}, b""
+            return Report(Outcome.OUTPUT, message=f"the result of {phase} is too large"), b""
         except Exception:  # noqa: BLE001 - FrameError, or anything else the child's bytes provoke
             self.kill()
-            return _error(f"malformed result during {phase}", "Protocol"), b""
+            return error(f"malformed result during {phase}", "Protocol"), b""
         for kind, header, body in received:
             if kind != expected_kind:
                 self.kill()
-                return _error(f"unexpected message during {phase}", "Protocol"), b""
+                return error(f"unexpected message during {phase}", "Protocol"), b""
             self._drain_output()
-            return header, body
+            return Report.from_child(header, ALLOWED[kind]), body
         return None

@@ -11,8 +11,7 @@ import math
 import mmap
 import resource
 
-import landlock
-import seccomp
+from . import landlock, seccomp
 
 ADDRESS_SPACE_SLACK = 512 * 1024 * 1024  # thread stacks and allocator reservations, where RLIMIT_AS is used
 M_ARENA_MAX = -8

@@ -14,18 +14,17 @@ import math
 import os
 import random
 import sys
-import time
 import traceback
 import types
 
-import confine
 import numpy as np
-import protocol
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torchstate
-import values
+
+from . import confine, protocol, torchstate, values
+from .messages import ChildJob, Report, TestCommand
+from .protocol import Outcome
 
 SUBMISSION_FILE = "submission.py"
 HELPERS_FILE = "<helpers>"
@@ -40,12 +39,12 @@ def _safe_text(produce, limit: int) -> str:  # type: ignore[no-untyped-def]
         text = produce()
         if type(text) is not str:
             text = "<unprintable>"
-        return protocol.truncate(text, limit)
+        return protocol.bounded_text(text, limit)
     except BaseException:  # noqa: BLE001 - the object is hostile by assumption
         return "<unprintable>"
 
 
-def _describe(exc: BaseException) -> dict:
+def _describe(exc: BaseException, status: Outcome) -> Report:
     kind = type(exc)
     name = _safe_text(lambda: kind.__name__, protocol.MAX_ERROR_TYPE)
     message = _safe_text(lambda: str(exc), protocol.MAX_MESSAGE)
@@ -56,7 +55,7 @@ def _describe(exc: BaseException) -> dict:
             line = tb.tb_lineno
         tb = tb.tb_next
     trace = _safe_text(lambda: _user_traceback(exc), protocol.MAX_TRACEBACK)
-    return {"error_type": name, "message": message, "line": line, "traceback": trace}
+    return Report(status, error_type=name, message=message, line=line, traceback=trace)
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -82,8 +81,8 @@ def _is_memory_failure(exc: BaseException) -> bool:
     return False
 
 
-def _failure(exc: BaseException) -> dict:
-    return {"status": protocol.MEMORY if _is_memory_failure(exc) else protocol.ERROR, **_describe(exc)}
+def _failure(exc: BaseException) -> Report:
+    return _describe(exc, Outcome.MEMORY if _is_memory_failure(exc) else Outcome.ERROR)
 
 
 def _isolate(cmd_r: int, res_w: int, out_w: int) -> None:
@@ -134,14 +133,14 @@ def _exception_text(exc: BaseException) -> str:
     return _safe_text(lambda: f"{type(exc).__name__}: {exc}", protocol.MAX_MESSAGE)
 
 
-def _syntax_error(exc: SyntaxError) -> dict:
+def _syntax_error(exc: SyntaxError) -> Report:
     line = exc.lineno if isinstance(exc.lineno, int) and 0 <= exc.lineno <= protocol.MAX_LINE else None
     where = f"line {line}: " if line else ""
     message = _safe_text(lambda: f"{where}{type(exc).__name__}: {exc.msg}", protocol.MAX_MESSAGE)
-    return {"status": protocol.COMPILE_ERROR, "message": message, "line": line}
+    return Report(Outcome.COMPILE_ERROR, message=message, line=line)
 
 
-def load_submission(source: str, entry_point_names: list[str]) -> tuple[dict, dict | None]:
+def load_submission(source: str, entry_point_names: tuple[str, ...] | list[str]) -> tuple[dict, Report | None]:
     """Runs the submission's module; returns (entry points, None) or ({}, a load outcome that is not ok)."""
     linecache.cache[SUBMISSION_FILE] = (len(source), None, source.splitlines(True), SUBMISSION_FILE)
     try:
@@ -149,7 +148,7 @@ def load_submission(source: str, entry_point_names: list[str]) -> tuple[dict, di
     except SyntaxError as exc:
         return {}, _syntax_error(exc)
     except (ValueError, MemoryError, RecursionError) as exc:
-        return {}, {"status": protocol.COMPILE_ERROR, "message": _exception_text(exc), "line": None}
+        return {}, Report(Outcome.COMPILE_ERROR, message=_exception_text(exc))
     module = types.ModuleType("submission")
     module.__file__ = SUBMISSION_FILE
     sys.modules["submission"] = module
@@ -161,10 +160,10 @@ def load_submission(source: str, entry_point_names: list[str]) -> tuple[dict, di
     for name in entry_point_names:
         function = module.__dict__.get(name)
         if function is None:
-            return {}, {"status": protocol.COMPILE_ERROR, "message": f"missing function: {name}", "line": None}
+            return {}, Report(Outcome.COMPILE_ERROR, message=f"missing function: {name}")
         if not callable(function):
             message = f"{name} is defined but is not a function"
-            return {}, {"status": protocol.COMPILE_ERROR, "message": message, "line": None}
+            return {}, Report(Outcome.COMPILE_ERROR, message=message)
         entry_points[name] = function
     return entry_points, None
 
@@ -192,7 +191,7 @@ def run_test(
     max_result: int,
     helpers: str = "",
     settings: dict | None = None,
-) -> tuple[dict, bytes]:
+) -> tuple[Report, bytes]:
     """Runs one test's code; once it is done, nothing of the test is left for the submission to read:
     no source lines in linecache, no namespace holding the test function (emptied, so that a reference
     the submission kept to it finds nothing), no syntax tree. `settings`: torch's process-wide settings as
@@ -228,7 +227,7 @@ def run_test(
         namespace.clear()
         left = _restore_quietly(settings) if settings is not None else []
     if left:  # what the test's code (or the module it called) left changed: the problem check names it
-        outcome["settings_changed"] = left
+        outcome.settings_changed = left
     return outcome, value
 
 
@@ -239,16 +238,13 @@ def _restore_quietly(settings: dict) -> list[str]:
         return []
 
 
-def _encode_result(result: object, max_result: int) -> tuple[dict, bytes]:
+def _encode_result(result: object, max_result: int) -> tuple[Report, bytes]:
     try:
-        return {"status": protocol.OK}, values.encode_value(result, max_result)
+        return Report(Outcome.OK), values.encode_value(result, max_result)
     except values.TooLarge as exc:
-        return {
-            "status": protocol.OUTPUT,
-            "message": f"the returned value is larger than {max_result} bytes ({exc})",
-        }, b""
+        return Report(Outcome.OUTPUT, message=f"the returned value is larger than {max_result} bytes ({exc})"), b""
     except values.Unencodable as exc:
-        return {"status": protocol.ERROR, "error_type": "UnsupportedResult", "message": str(exc)}, b""
+        return Report(Outcome.ERROR, error_type="UnsupportedResult", message=str(exc)), b""
     except BaseException as exc:  # noqa: BLE001 - a hostile value can raise anything while read
         return _failure(exc), b""
 
@@ -285,43 +281,38 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         warm_up()
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
-    _send(res_w, protocol.CHILD_READY, {"status": protocol.OK})  # the runner hands its container back once it has this
+    _send(
+        res_w, protocol.CHILD_READY, Report(Outcome.OK).header()
+    )  # the runner hands its container back once it has this
     try:
         kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
-        job = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH)
-        if kind != protocol.CHILD_JOB or not isinstance(job, dict):
+        if kind != protocol.CHILD_JOB:
             os._exit(EXIT_BAD_JOB)
-        source, names, limits = job["source"], job["entry_points"], job["limits"]
-        helpers = str(job.get("helpers", ""))
-        max_result, test_count = int(job["max_result_bytes"]), int(job["test_count"])
-        cpu_budget = float(limits["time_s"]) * (test_count + 2) + float(job["load_time_s"]) + 5
-    except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
+        job = ChildJob.parse(body)
+    except (EOFError, protocol.FrameError, OSError):
         os._exit(EXIT_BAD_JOB)
     try:
-        confinement.apply(int(limits["memory_mb"]), cpu_budget)
+        confinement.apply(job.memory_mb, job.cpu_s)
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
     settings = torchstate.snapshot()  # the judge's own: put back before and after every test
-    entry_points, failure = load_submission(source, names)
-    del source, job
-    loaded = failure or {"status": protocol.OK}
-    left = torchstate.changed(settings)  # by the module's import; put back before the first test
-    if left:
-        loaded["settings_changed"] = left
-    _send(res_w, protocol.CHILD_LOAD, loaded)
+    entry_points, failure = load_submission(job.source, job.entry_points)
+    helpers, max_result = job.helpers, job.max_result_bytes
+    del job
+    loaded = failure or Report(Outcome.OK)
+    loaded.settings_changed = torchstate.changed(settings)  # by the module's import; put back before the first test
+    _send(res_w, protocol.CHILD_LOAD, loaded.header())
     if failure is not None:
         os._exit(0)
     while True:
         try:
             kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
-            index, seed = int(header["index"]), int(header["seed"])
+            command = TestCommand.parse(header)
             code = body.decode()
-        except (EOFError, protocol.FrameError, OSError, KeyError, TypeError, ValueError):
+        except (EOFError, protocol.FrameError, OSError, ValueError):
             os._exit(0)
         del body
-        started = time.perf_counter()
-        outcome, value = run_test(index, seed, code, entry_points, max_result, helpers, settings)
+        report, value = run_test(command.index, command.seed, code, entry_points, max_result, helpers, settings)
         del code
-        outcome["index"] = index
-        outcome["cpu_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        _send(res_w, protocol.CHILD_RESULT, outcome, value)
+        report.index = command.index
+        _send(res_w, protocol.CHILD_RESULT, report.header(), value)

@@ -12,7 +12,8 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The runner is the package `runner` (/opt/runner): its folder's parent on the path, and nothing else new.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.clear()
 os.environ["OMP_NUM_THREADS"] = "1"
 # Tensors of 2 MiB and more on transparent huge pages (torch's CPU allocator madvises them): a fresh
@@ -25,13 +26,8 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-import confine  # noqa: E402
-import execute  # noqa: E402
-import hugepages  # noqa: E402
-import prewarm  # noqa: E402
-import runner  # noqa: E402
-import values  # noqa: E402
-import zygote  # noqa: E402
+from runner import confine, execute, hugepages, prewarm, values, zygote  # noqa: E402
+from runner.runner import Runner, protect_runner  # noqa: E402
 
 
 def _warm_up() -> None:
@@ -49,7 +45,7 @@ def _warm_up() -> None:
 
 
 def _serve(forker: zygote.ZygoteClient) -> None:
-    runner.Runner(forker).serve()
+    Runner(forker, torch_version=torch.__version__).serve()
 
 
 if __name__ == "__main__":
@@ -57,7 +53,7 @@ if __name__ == "__main__":
     if prewarm.NO_PREWARM not in sys.argv[1:]:
         prewarm.read_image_files()
     # This process becomes the zygote (PID 1 of the container); it forks the runner after warming up.
-    runner.protect_runner()
+    protect_runner()
     _warm_up()
     hugepages.collapse()  # forks, and children's ends, cost a quarter of what they did (hugepages.py)
     zygote.run(_serve, execute.child_main, confine.prebuild)

@@ -14,7 +14,7 @@ Three uses:
   the container's command line says --no-prewarm (under gVisor, whose sentry would copy every file
   into the sandbox's own memory; and to measure the channel). A backstop: pages evicted since the
   pool started are resident again when a container starts.
-- `prewarm.py --keep`, the pool's keeper container (grader/sandboxes/prewarm.py): keep_image_files()
+- `prewarm.py --keep`, the pool's keeper container (grader/containers/prewarm.py): keep_image_files()
   maps every file and locks it in memory, so that no reclaim evicts any page while the pool runs.
 - `prewarm.py`, a one-off read when the pool does not pin the image.
 
@@ -209,7 +209,7 @@ def keep_image_files(budget_s: float = BUDGET_S) -> tuple[dict[str, float], list
 
 
 if __name__ == "__main__":
-    # The pool runs this file on its own in a container of the image (grader/sandboxes/prewarm.py): once
+    # The pool runs this file on its own in a container of the image (grader/containers/prewarm.py): once
     # to read everything, or with --keep to hold every page of the image resident until stdin closes.
     import json
 

@@ -1,8 +1,11 @@
-"""The protocol between the trusted grader, the runner and its children: one definition, stdlib only.
+"""The contract between the trusted grader, the runner and its children: one definition, stdlib only.
 
-The trusted side has its own typed twin (grader/sandboxes/protocol.py); tests/unit/test_protocol.py
-checks that every constant below agrees with it. The runner trusts nothing a child writes either:
-what it forwards is re-checked here against the same bounds before it leaves the container.
+Shipped in the sandbox image and imported by the grader (grader/containers/protocol.py wraps the frames
+that come out in its strict pydantic decoding): the frame kinds, the outcome words and every bound here;
+what the frames carry inside the container (the job, the child's share of it, a test command, a report)
+in messages.py. The runner trusts
+nothing a child writes either: a child's report is re-read here (Report.from_child) against the same
+bounds before it leaves the container.
 
 A frame is:  b"TJ" | kind (1 byte) | header length (u32, big-endian) | body length (u32) |
 header (UTF-8 JSON object, flat: no nesting beyond MAX_HEADER_DEPTH) | body (bytes).
@@ -15,6 +18,7 @@ import os
 import re
 import struct
 from array import array
+from enum import StrEnum
 from itertools import accumulate
 
 MAGIC = b"TJ"
@@ -35,17 +39,22 @@ CHILD_READY = b"y"  # prepared and warm: the child can take its job
 CHILD_LOAD = b"l"
 CHILD_RESULT = b"r"
 
-# Outcome words, for loading and for tests alike ("compile_error" only for loading).
-OK = "ok"
-COMPILE_ERROR = "compile_error"
-ERROR = "error"
-TIMEOUT = "timeout"
-MEMORY = "memory"
-OUTPUT = "output"
-LOAD_STATUSES = (OK, COMPILE_ERROR, ERROR, TIMEOUT, MEMORY, OUTPUT)
-TEST_STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT)  # what a child may report for a test
-# The runner's own word for a test it did not run: the job asked to skip what follows a timeout.
-SKIPPED = "skipped"
+
+class Outcome(StrEnum):
+    """How loading the submission, or one test, ended: the runner's word (a str, so it is its own JSON)."""
+
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"  # loading only
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    OUTPUT = "output"
+    SKIPPED = "skipped"  # a test only, and the runner's own: not run, the job asked to skip what follows a timeout
+
+
+LOAD_OUTCOMES = tuple(o for o in Outcome if o is not Outcome.SKIPPED)
+CHILD_TEST_OUTCOMES = tuple(o for o in Outcome if o not in (Outcome.COMPILE_ERROR, Outcome.SKIPPED))
+TEST_OUTCOMES = (*CHILD_TEST_OUTCOMES, Outcome.SKIPPED)  # what the runner may report for a test
 
 # Torch's and NumPy's process-wide settings the child puts back before every test (torchstate.py): a
 # load or test header may name those its code left changed (settings_changed), for the problem check.
@@ -77,6 +86,11 @@ MAX_LINE = 10**6
 MAX_TIME_MS = 10**7
 MAX_MEMORY_MB = 1 << 20  # a test's peak resident memory, as the runner measured it
 MAX_SEED = 2**63 - 1
+MAX_TEST_TIME_S = 600
+MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB = 16, 1 << 20
+MAX_OUTPUT_KB = 1 << 20
+MAX_ENTRY_POINTS = 64
+MIN_RESULT_BYTES, MAX_RESULT_BYTES = 1024, 1 << 30
 TRUNCATED = " … (truncated)"
 
 # Returned values (values.py): the manifest's nesting, nodes, strings, integers and tensors.
@@ -146,7 +160,7 @@ def loads_bounded(raw: bytes, max_depth: int, max_brackets: int = 1 << 16) -> ob
         raise FrameError(f"not JSON: {type(exc).__name__}") from None
 
 
-def truncate(text: str, limit: int) -> str:
+def bounded_text(text: str, limit: int) -> str:
     """At most limit characters, the cut shown; lone surrogates and NULs (which no database or UTF-8
     encoder accepts) replaced."""
     if len(text) > limit:

@@ -12,19 +12,15 @@ protocol's bounds before it is forwarded.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 
-import cleanup
-import landlock
-import protocol
-import torch
-import zygote
-from child import Child
+from . import cleanup, landlock, protocol, zygote
+from .child import Child
+from .messages import Job, Report, TestCommand
+from .protocol import Outcome
 
 PR_SET_DUMPABLE = 4
 # A test's result is held back while the next test runs for at most this long (or until this much is held).
@@ -34,100 +30,21 @@ HOLD_BYTES = 1 << 20
 READY_WAIT_S = 3.0
 
 
-@dataclass(frozen=True)
-class Job:
-    """A job as the grader sends it (grader/sandboxes/protocol.py JobSpec), checked once."""
-
-    source: str
-    entry_points: list[str]
-    time_s: float
-    memory_mb: int
-    output_kb: int
-    load_time_s: float
-    max_result_bytes: int
-    tests: list[tuple[str, int]]  # (code, seed)
-    helpers: str = ""  # run in each test's namespace before its code
-    skip_after_timeout: bool = False  # a test that runs out of time ends the job: the rest are skipped
-
-    @classmethod
-    def parse(cls, body: bytes) -> Job:
-        raw = protocol.loads_bounded(body, protocol.MAX_JOB_DEPTH, max_brackets=4 * protocol.MAX_TESTS + 64)
-        if not isinstance(raw, dict):
-            raise protocol.FrameError("the job is not an object")
-        try:
-            limits = raw["limits"]
-            tests = [(str(test["code"]), int(test["seed"])) for test in raw["tests"]]
-            job = cls(
-                source=str(raw["source"]),
-                entry_points=[str(name) for name in raw["entry_points"]],
-                time_s=float(limits["time_s"]),
-                memory_mb=int(limits["memory_mb"]),
-                output_kb=int(limits["output_kb"]),
-                load_time_s=float(raw["load_time_s"]),
-                max_result_bytes=int(raw["max_result_bytes"]),
-                tests=tests,
-                helpers=str(raw.get("helpers", "")),
-                skip_after_timeout=raw.get("after_timeout", "run") == "skip",
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise protocol.FrameError(f"malformed job: {type(exc).__name__}") from None
-        if not 0 < len(job.tests) <= protocol.MAX_TESTS or not all(0 <= s <= protocol.MAX_SEED for _, s in tests):
-            raise protocol.FrameError("malformed job: tests")
-        return job
-
-    def for_child(self) -> bytes:
-        """What the child needs to load the submission (never the tests: it gets each when it runs)."""
-        child_job = {
-            "source": self.source,
-            "entry_points": self.entry_points,
-            "limits": {"time_s": self.time_s, "memory_mb": self.memory_mb},
-            "load_time_s": self.load_time_s,
-            "max_result_bytes": self.max_result_bytes,
-            "test_count": len(self.tests),
-            "helpers": self.helpers,
-        }
-        return json.dumps(child_job).encode()
-
-
-def clean_header(outcome: dict, statuses: tuple[str, ...]) -> dict:
-    """Keeps only known fields of a child's report, each of a known type and within its bound."""
-    status = outcome.get("status")
-    header: dict = {"status": status if status in statuses else protocol.ERROR}
-    for key, limit in (
-        ("message", protocol.MAX_MESSAGE),
-        ("error_type", protocol.MAX_ERROR_TYPE),
-        ("traceback", protocol.MAX_TRACEBACK),
-    ):
-        value = outcome.get(key)
-        if type(value) is str:
-            header[key] = protocol.truncate(value, limit)
-    line = outcome.get("line")
-    if type(line) is int and 0 <= line <= protocol.MAX_LINE:
-        header["line"] = line
-    changed = outcome.get("settings_changed")
-    if type(changed) is list:
-        names = [name for name in protocol.SETTING_NAMES if name in changed]
-        if names:
-            header["settings_changed"] = names
-    return header
-
-
 # A test whose time ran out while it held this much of its memory limit was filling its memory (a bomb that
 # page-faults its way towards the limit on a loaded machine): its failure is the memory's, not the clock's.
 MEMORY_NEAR_LIMIT = 0.85
 
 
-def memory_outcome(outcome: dict, proc: Child, memory_mb: int) -> dict:
-    """A test's or a load's outcome, told in terms of the memory limit when memory is what ended it: the
+def memory_outcome(report: Report, proc: Child) -> Report:
+    """A test's or a load's report, told in terms of the memory limit when memory is what ended it: the
     limit named, never an allocator's own words; a timeout at the edge of the limit is the memory's."""
-    status = outcome.get("status")
-    peak = proc.peak_at_timeout
-    if status == protocol.TIMEOUT and peak is not None and peak >= MEMORY_NEAR_LIMIT * memory_mb:
+    memory_mb, peak = proc.memory_mb or 0, proc.peak_at_timeout
+    if report.status == Outcome.TIMEOUT and peak is not None and peak >= MEMORY_NEAR_LIMIT * memory_mb:
         message = f"ran out of memory: it held {peak} MB of its {memory_mb} MB when its time ran out"
-        return {"status": protocol.MEMORY, "message": message}
-    if status == protocol.MEMORY:
-        return {**outcome, "message": f"used more than its memory limit of {memory_mb} MB"}
-    return outcome
+        return Report(Outcome.MEMORY, message=message)
+    if report.status == Outcome.MEMORY:
+        report.message = f"used more than its memory limit of {memory_mb} MB"
+    return report
 
 
 def protect_runner() -> None:
@@ -151,8 +68,9 @@ class ChildNotReady(Exception):
 
 
 class Runner:
-    def __init__(self, forker: zygote.ZygoteClient) -> None:
+    def __init__(self, forker: zygote.ZygoteClient, torch_version: str = "") -> None:
         self.forker = forker
+        self.torch_version = torch_version  # for HELLO: the runner itself never imports torch
         # The frame channel is a private copy of stdout; fds 1 and 2 are pointed at /dev/null so a
         # stray print from a library cannot corrupt a frame.
         self.channel = os.dup(1)
@@ -183,42 +101,41 @@ class Runner:
         spare, self.spare = self.spare, None
         return spare if spare is not None else Child(self.forker)
 
-    def _load(self, proc: Child, job: Job, oom_before: int, first: bool) -> dict:
+    def _load(self, proc: Child, job: Job, first: int, oom_before: int) -> Report:
+        """Loads the submission in this child, for the tests from `first` on (their memory is its own)."""
         deadline = time.monotonic() + job.load_time_s
         not_ready = proc.await_ready(deadline, oom_before, "loading")  # a child forked for this job: warming up
         if not_ready is not None:
-            if first:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
-                raise ChildNotReady(str(not_ready.get("message", "")))
+            if first == 0:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
+                raise ChildNotReady(not_ready.message or "")
             return not_ready
-        proc.memory_mb = job.memory_mb
-        if not proc.send(protocol.CHILD_JOB, {}, job.for_child(), deadline):
+        child_job = job.for_child(first)
+        proc.memory_mb = child_job.memory_mb
+        if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
             return proc.unsent_outcome(oom_before, "loading")
-        outcome, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, job.output_kb * 1024, oom_before, "loading")
-        return memory_outcome(outcome, proc, job.memory_mb)
+        output_limit = job.tests[first].limits.output_kb * 1024
+        report, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, output_limit, oom_before, "loading")
+        return memory_outcome(report, proc)
 
     def run_job(self, job: Job) -> None:
         next_index = 0
-        load_reported = False
         while True:
             proc = self.take_child()
             try:
                 oom_before = cleanup.oom_kills()
                 started = time.monotonic()
-                outcome = self._load(proc, job, oom_before, first=not load_reported)
-                status = outcome.get("status")
-                if not load_reported:
-                    load_reported = True
-                    header = clean_header(outcome, protocol.LOAD_STATUSES)
+                report = self._load(proc, job, next_index, oom_before)
+                if next_index == 0:
+                    header = report.header()
                     header["time_ms"] = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
-                    self.emit(protocol.LOAD, header, hold=status == protocol.OK)  # the first test follows
-                    if status != protocol.OK:
+                    self.emit(protocol.LOAD, header, hold=report.status == Outcome.OK)  # the first test follows
+                    if report.status != Outcome.OK:
                         return
-                elif status != protocol.OK:
+                elif report.status != Outcome.OK:
                     message = "the submission failed to load again after a test ended its process"
                     for index in range(next_index, len(job.tests)):
-                        self.emit(
-                            protocol.TEST, {"index": index, "status": protocol.ERROR, "time_ms": 0, "message": message}
-                        )
+                        header = {**Report(Outcome.ERROR, message=message).header(), "index": index, "time_ms": 0}
+                        self.emit(protocol.TEST, header)
                     return
                 next_index = self._run_tests(proc, job, next_index, oom_before)
                 if next_index >= len(job.tests):
@@ -227,37 +144,38 @@ class Runner:
                 proc.close(wait=False)  # killed; serve()'s clean-up waits for it to be gone
 
     def _run_tests(self, proc: Child, job: Job, next_index: int, oom_before: int) -> int:
-        """Runs tests in this child until they are done or one ends its process; the next test's index."""
+        """Runs tests in this child until they are done, one ends its process, or the next one's memory is not
+        this child's; the next test's index (the tests from there on run in a fresh child)."""
         proc.reader.max_body = job.max_result_bytes + 64 * 1024
-        output_limit = job.output_kb * 1024
         while next_index < len(job.tests):
             index = next_index
+            test = job.tests[index]
+            if test.limits.memory_mb != proc.memory_mb:
+                break  # confined once per process: a fresh child, confined to this test's memory
             next_index += 1
-            code, seed = job.tests[index]
             proc.reset_peak()  # the peak read after the test is this test's (child.py)
             started = time.monotonic()
             proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
             proc.graced = False  # the memory's grace, once per test
             phase = f"test {index + 1}"
-            command = {"index": index, "seed": seed}
-            if not proc.send(protocol.CHILD_TEST, command, code.encode(), started + job.time_s, self.flush):
-                outcome, body = proc.unsent_outcome(oom_before, phase), b""
+            deadline = started + test.limits.time_s
+            command = TestCommand(index, test.seed).header()
+            if not proc.send(protocol.CHILD_TEST, command, test.code.encode(), deadline, self.flush):
+                report, body = proc.unsent_outcome(oom_before, phase), b""
             else:
-                outcome, body = proc.await_frame(
-                    protocol.CHILD_RESULT, started + job.time_s, output_limit, oom_before, phase, (HOLD_S, self.flush)
+                output_limit = test.limits.output_kb * 1024
+                report, body = proc.await_frame(
+                    protocol.CHILD_RESULT, deadline, output_limit, oom_before, phase, (HOLD_S, self.flush)
                 )
             elapsed_ms = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
             peak = proc.test_peak_mb()  # measured by the runner, never taken from the child's report
-            outcome = memory_outcome(outcome, proc, job.memory_mb)
-            header = clean_header(outcome, protocol.TEST_STATUSES)
-            if header["status"] == protocol.OK and outcome.get("index") != index:
-                header, body = (
-                    {"status": protocol.ERROR, "error_type": "Protocol", "message": "result for the wrong test"},
-                    b"",
-                )
+            report = memory_outcome(report, proc)
+            if report.status == Outcome.OK and report.index != index:
+                report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong test"), b""
                 proc.kill()
-            if header["status"] != protocol.OK:
+            if report.status != Outcome.OK:
                 body = b""
+            header = report.header()
             header.update(index=index, time_ms=elapsed_ms)
             if peak is not None:
                 header["memory_mb"] = min(peak, protocol.MAX_MEMORY_MB)
@@ -265,7 +183,7 @@ class Runner:
             if output is not None:
                 header["output"] = output
             ended = proc.reap(block=False)
-            if header["status"] == protocol.TIMEOUT and job.skip_after_timeout:
+            if report.status == Outcome.TIMEOUT and job.skip_after_timeout:
                 self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests))
                 self._skip(job, next_index, index)
                 return len(job.tests)
@@ -279,7 +197,7 @@ class Runner:
         time limit, not one per test."""
         message = f"not run: test {timed_out + 1} ran out of time, and the tests after a timeout are skipped"
         for index in range(first, len(job.tests)):
-            header = {"index": index, "status": protocol.SKIPPED, "time_ms": 0, "message": message}
+            header = {"index": index, "status": Outcome.SKIPPED.value, "time_ms": 0, "message": message}
             self.emit(protocol.TEST, header, hold=index + 1 < len(job.tests))
 
     def serve(self) -> None:
@@ -300,7 +218,7 @@ class Runner:
             return f"lost the zygote before the first job: {exc}"
         self.emit(
             protocol.HELLO,
-            {"torch": torch.__version__, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
+            {"torch": self.torch_version, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
         )
         while True:
             try:

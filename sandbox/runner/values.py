@@ -16,8 +16,9 @@ import json
 import struct
 
 import numpy as np
-import protocol
 import torch
+
+from . import protocol
 
 # torch dtype -> (wire name, NumPy dtype of the bytes sent). Every tensor goes as its own bit pattern, never
 # widened: those NumPy cannot hold (bfloat16, fp8) as a view of the integer type of their size, which the

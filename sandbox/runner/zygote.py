@@ -33,7 +33,7 @@ import struct
 import time
 from collections.abc import Callable
 
-import protocol
+from . import protocol
 
 RECORD = struct.Struct(">cii")
 FORK = b"F"

@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 
 from grader.app import create_app
 from grader.components import Components, build
+from grader.containers.container import LABEL, owner_label
 from grader.grading.verdict import Status, Verdict
-from grader.sandboxes.container import LABEL, owner_label
 from grader.storage import crud, lease_data
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head

@@ -22,9 +22,9 @@ from sqlalchemy import update
 
 from grader.app import create_app
 from grader.components import build
+from grader.containers.container import LABEL, owner_label
 from grader.grading.verdict import Status
 from grader.queue.celery_app import GRADE_TASK, CeleryDispatcher
-from grader.sandboxes.container import LABEL, owner_label
 from grader.storage import crud, lease_data
 from grader.storage.db import Database, Submission, utcnow
 from grader.storage.migrate import upgrade_to_head

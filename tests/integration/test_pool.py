@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from grader.app import create_app
 from grader.components import Components, build
+from grader.containers.container import docker_client
 from grader.problems.registry import parse_problem
-from grader.sandboxes.container import docker_client
 from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
 
 pytestmark = pytest.mark.docker
@@ -163,7 +163,7 @@ def test_a_container_whose_runner_dies_says_why_and_is_replaced(
             (runner,) = [int(pid) for pid in children if os.readlink(f"/proc/{pid}/fd/0") != "/dev/null"]
             os.kill(runner, signal.SIGKILL)
             time.sleep(1.0)
-            with caplog.at_level(logging.WARNING, logger="grader.sandboxes.pool"):
+            with caplog.at_level(logging.WARNING, logger="grader.containers.pool"):
                 _accepted(client)
             assert victim not in _idle_after_ready(service)
             (line,) = [r.getMessage() for r in caplog.records if victim in r.getMessage()]
@@ -178,7 +178,7 @@ HANG_MARKER = "/tmp/torchjudge-test-hang"
 HANGING_WARM_UP = f"""
 
 # -- a fault injected by tests/integration/test_pool.py -----------------------------------------------
-import zygote as _zygote
+from . import zygote as _zygote
 
 _hang = False
 _fork_request = _zygote._Zygote._fork_request

@@ -16,7 +16,7 @@ import docker
 import pytest
 
 from grader.config import Settings
-from grader.sandboxes.container import LABEL, owner_label
+from grader.containers.container import LABEL, owner_label
 from tests.conftest import PROBLEMS_DIR
 
 pytestmark = pytest.mark.docker

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.docker
 
 
 def registered_runtimes() -> set[str]:
-    from grader.sandboxes.container import docker_client
+    from grader.containers.container import docker_client
 
     return set((docker_client().info().get("Runtimes") or {}).keys())
 

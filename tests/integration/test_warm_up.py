@@ -6,23 +6,23 @@ from __future__ import annotations
 import pytest
 
 from grader.config import Settings
-from grader.sandboxes.container import docker_client
+from grader.containers.container import docker_client
 from tests.security.page_cache import run_script
 
 pytestmark = pytest.mark.docker
 
 PROBE = """
 import json, random, sys
-sys.path.insert(0, "/opt/runner")
+sys.path.insert(0, "/opt")
 import numpy as np, torch
-import execute
+from runner import execute
 torch.manual_seed(7); random.seed(7); np.random.seed(7)
 outcome, body = execute.run_test(0, 0, execute.WARM_UP_TEST, {}, 1 << 20)
 torch.manual_seed(7); random.seed(7); np.random.seed(7)
 execute.warm_up()
 draws = [torch.rand(1).item(), random.random(), float(np.random.rand())]
 torch.manual_seed(7); random.seed(7); np.random.seed(7)
-print(json.dumps({"outcome": outcome, "body": len(body), "draws": draws,
+print(json.dumps({"outcome": outcome.header(), "body": len(body), "draws": draws,
                   "fresh": [torch.rand(1).item(), random.random(), float(np.random.rand())]}))
 """
 

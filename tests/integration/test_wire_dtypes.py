@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from grader.config import Settings
+from grader.containers.protocol import WIRE_DTYPES
+from grader.containers.values import DTYPES, Tensor
 from grader.grading.execution import run_module
 from grader.grading.verdict import Status
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
-from grader.sandboxes.protocol import WIRE_DTYPES
-from grader.sandboxes.values import DTYPES, Tensor
 from tests.integration.test_authoring_features import grade
 
 pytestmark = pytest.mark.docker

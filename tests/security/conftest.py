@@ -22,7 +22,7 @@ RUNTIMES = ("runc", "runsc")
 
 
 def registered_runtimes() -> set[str]:
-    from grader.sandboxes.container import docker_client
+    from grader.containers.container import docker_client
 
     try:
         return set((docker_client().info().get("Runtimes") or {}).keys())

@@ -137,7 +137,7 @@ def _engine_root() -> Path:
 def _service_containers(service: object) -> dict[str, dict]:
     """Every container of this service (its pools, their reference pools, the page-cache keeper), by id:
     their labels start with the pool's owner."""
-    from grader.sandboxes.container import LABEL
+    from grader.containers.container import LABEL
 
     owner = service.pool.owner  # type: ignore[attr-defined]
     found = {}
@@ -183,7 +183,7 @@ class Host:
 
 def _writable_layers(service: object) -> dict[str, int]:
     """Bytes in each of the service's containers' own layers (read-only root filesystems: none)."""
-    from grader.sandboxes.container import LABEL
+    from grader.containers.container import LABEL
 
     owner = service.pool.owner  # type: ignore[attr-defined]
     listed = _engine().api.containers(all=True, size=True, filters={"label": LABEL})
@@ -225,7 +225,7 @@ def _growth(service: object, root: Path, before: Host) -> Growth:
 def test_every_container_of_the_service_logs_nothing_to_the_host(service: object) -> None:
     containers = _service_containers(service)
     owner = service.pool.owner  # type: ignore[attr-defined]
-    from grader.sandboxes.container import LABEL
+    from grader.containers.container import LABEL
 
     labels = {attrs["Config"]["Labels"][LABEL] for attrs in containers.values()}
     assert owner in labels and len(containers) >= service.pool.size, labels  # type: ignore[attr-defined]
@@ -240,8 +240,8 @@ def test_every_container_of_the_service_logs_nothing_to_the_host(service: object
 def test_the_one_off_read_of_the_image_reports_over_its_attach_stream(tmp_path: Path) -> None:
     """With the keeper off (sandbox_pin_image=false) the pool reads the image once in a container that
     logs nothing either: its line of counts comes over the attach stream."""
-    from grader.sandboxes.container import docker_client
-    from grader.sandboxes.prewarm import prewarm_image
+    from grader.containers.container import docker_client
+    from grader.containers.prewarm import prewarm_image
     from tests.conftest import make_settings
 
     counts = prewarm_image(docker_client(), make_settings(tmp_path, sandbox_pin_image=False))

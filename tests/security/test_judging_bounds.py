@@ -68,11 +68,11 @@ def test_the_service_itself_never_decodes_what_a_sandbox_returned(
     def refuse(_body: bytes) -> Any:
         raise AssertionError("a value was decoded in the service's process")
 
+    import grader.containers.values
     import grader.grading.execution
     import grader.grading.expected
-    import grader.sandboxes.values
 
-    for module in (grader.sandboxes.values, grader.grading.execution, grader.grading.expected):
+    for module in (grader.containers.values, grader.grading.execution, grader.grading.expected):
         monkeypatch.setattr(module, "decode_value", refuse)
     unscaled = CORRECT.replace("* math.sqrt(d_model)", "")
     verdict = submit(unscaled)

@@ -38,7 +38,7 @@ STRIDE = 4
 def test_the_page_cache_channel_between_sandboxes_carries_nothing(sandbox_runtime: str, tmp_path: Path) -> None:
     from grader.app import create_app
     from grader.components import build
-    from grader.sandboxes.container import docker_client
+    from grader.containers.container import docker_client
 
     settings = security_settings(tmp_path / "data", sandbox_runtime)
     client = docker_client()

@@ -25,8 +25,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.components import Components, build
+from grader.containers.container import SandboxContainer
 from grader.problems.registry import parse_problem
-from grader.sandboxes.container import SandboxContainer
 from tests.conftest import PROBLEMS_DIR, wait_until_ready
 from tests.security.attacks import CORRECT
 from tests.security.conftest import security_settings

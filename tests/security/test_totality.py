@@ -120,7 +120,7 @@ def test_a_container_not_returned_in_time_is_replaced_and_the_pool_reports_it_sh
     removes the container and starts another; meanwhile the pool is not ready, and says why."""
     # The pool's bookkeeping does not depend on the runtime: shown under runc.
     from grader.components import build
-    from grader.sandboxes import pool as pool_module
+    from grader.containers import pool as pool_module
 
     settings = security_settings(tmp_path / "data", "runc", pool_size=1)
     service = build(settings)

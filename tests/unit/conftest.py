@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.sandboxes.frames import PREFIX
-from grader.sandboxes.protocol import MAGIC
+from grader.containers.frames import PREFIX
+from grader.containers.protocol import MAGIC
 
 
 # -- values: u32 (big-endian) manifest length | JSON manifest | raw little-endian array bytes ----------

@@ -12,8 +12,8 @@ GRADER = Path(__file__).resolve().parents[2] / "grader"
 
 # Lowest first. A module may import its own package and any package of a lower layer, nothing else.
 LAYERS = [
-    {"config", "logs", "phases", "background"},
-    {"sandboxes"},
+    {"config", "logs", "phases", "background", "vocabulary"},
+    {"containers"},
     {"grading"},
     {"storage"},
     {"metrics"},

@@ -7,9 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from grader.containers.values import Opaque
 from grader.problems.check import StepStatus
 from grader.problems.registry import parse_problem
-from grader.sandboxes.values import Opaque
 from tests.unit.test_problem_check import SOURCE, Harness, error_line, f32, settings, step
 
 __all__ = ["settings"]  # the fixture, shared
@@ -101,9 +101,9 @@ def test_a_yaml_syntax_error_is_reported_at_the_offending_line() -> None:
 def test_the_noise_rule_is_relative_to_the_dtype() -> None:
     import numpy as np
 
+    from grader.containers.values import DTYPES, Tensor
     from grader.grading.checkers import get
     from grader.problems.check_tolerances import with_relative_noise
-    from grader.sandboxes.values import DTYPES, Tensor
 
     bf16 = Tensor("bfloat16", np.linspace(0.5, 4.0, 64).astype(DTYPES["bfloat16"]))
     noisy = with_relative_noise({"out": bf16}, seed=3)["out"]

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from grader.containers.values import DTYPES, FLOAT_DTYPES, Tensor
 from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values, json_number
-from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor
 
 DEFAULT = Tolerance()  # rtol 1e-5, atol 1e-6
 

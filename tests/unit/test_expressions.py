@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from grader.containers.values import DTYPES, FLOAT_DTYPES, Tensor
 from grader.grading.checkers import get
 from grader.grading.expressions import as_input, as_value, compile_expression
 from grader.grading.torchlike import TORCH
 from grader.problems.registry import ProblemError, parse_problem
-from grader.sandboxes.values import DTYPES, FLOAT_DTYPES, Tensor
 
 TOLERANCE = get("tolerance")
 

@@ -1,4 +1,4 @@
-"""grader/sandboxes/frames.py: what comes out of a sandbox is hostile bytes until every field is checked."""
+"""grader/containers/frames.py: what comes out of a sandbox is hostile bytes until every field is checked."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from grader.sandboxes.frames import PREFIX, Frame, FrameDecoder, FrameError, encode
-from grader.sandboxes.protocol import (
+from grader.containers.frames import PREFIX, Frame, FrameDecoder, FrameError, encode
+from grader.containers.protocol import (
     DONE,
     HELLO,
     JOB,
@@ -21,8 +21,8 @@ from grader.sandboxes.protocol import (
     HelloHeader,
     LoadHeader,
 )
-from grader.sandboxes.protocol import MAX_HEADER_BYTES as MAX_HEADER
-from grader.sandboxes.protocol import (
+from grader.containers.protocol import MAX_HEADER_BYTES as MAX_HEADER
+from grader.containers.protocol import (
     TestHeader as ResultHeader,
 )
 

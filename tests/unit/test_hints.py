@@ -11,6 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader.containers import protocol
+from grader.containers.protocol import LoadHeader, Outcome
+from grader.containers.values import Opaque, Tensor
 from grader.grading import execution
 from grader.grading.distance import FAR, distance
 from grader.grading.execution import MISSING, ModuleRun
@@ -18,9 +21,6 @@ from grader.grading.expected import Expected
 from grader.grading.hints import matching_pitfall, pitfall_hint
 from grader.grading.judge import compare, judge_module
 from grader.grading.verdict import Status
-from grader.sandboxes import protocol
-from grader.sandboxes.protocol import LoadHeader, Outcome
-from grader.sandboxes.values import Opaque, Tensor
 
 INF, NAN = math.inf, math.nan
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader.containers import values as trusted_values
+from grader.containers.protocol import LoadHeader, Outcome, TestHeader
 from grader.grading import isolated
 from grader.grading.checkers import get
 from grader.grading.execution import ModuleRun, TestRun
@@ -21,8 +23,6 @@ from grader.grading.expected import Expected
 from grader.grading.isolated import IsolatedJudge, JudgeUnavailable
 from grader.grading.judge import LOCAL, judge_module
 from grader.grading.verdict import Status, TestStatus
-from grader.sandboxes import values as trusted_values
-from grader.sandboxes.protocol import LoadHeader, Outcome, TestHeader
 from tests.unit.conftest import _make_body
 
 
@@ -250,7 +250,7 @@ def _answer_as(process: isolated.JudgeProcess, reply: bytes, timeout: float) -> 
         raise isolated.JudgeLimit("an answer that is not one")
     try:
         answer = isolated.loads_bounded(reply, isolated.MAX_ANSWER_DEPTH)
-    except isolated.ProtocolViolation:
+    except isolated.FrameError:
         answer = None
     if not isinstance(answer, dict):
         process.kill()

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.containers.protocol import Outcome, TestHeader
 from grader.grading import judge_wire
 from grader.grading.judge_wire import JudgeSpec, PitfallSpec, RuleSpec
 from grader.grading.verdict import TestResult, TestStatus
-from grader.sandboxes.protocol import Outcome, TestHeader
 
 GRADER = Path(__file__).resolve().parents[2] / "grader"
 

@@ -11,8 +11,8 @@ import docker
 import pytest
 
 from grader.config import Settings
-from grader.sandboxes import pool as pool_module
-from grader.sandboxes.pool import SandboxPool
+from grader.containers import pool as pool_module
+from grader.containers.pool import SandboxPool
 
 
 class Leftover:

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from grader.config import Settings
+from grader.containers.container import JobOutcome, SandboxLost
+from grader.containers.protocol import LoadHeader
+from grader.containers.protocol import TestHeader as RunnerTestHeader
+from grader.containers.values import Opaque, Tensor
 from grader.problems.check import CheckReport, CheckStep, ProblemChecker, SandboxUnavailable, StepStatus
 from grader.problems.check_report import numbers
 from grader.problems.check_tolerances import has_floats, with_relative_noise, zeros_like_floats
 from grader.problems.registry import parse_problem
-from grader.sandboxes.container import JobOutcome, SandboxLost
-from grader.sandboxes.protocol import LoadHeader
-from grader.sandboxes.protocol import TestHeader as RunnerTestHeader
-from grader.sandboxes.values import Opaque, Tensor
 
 SOURCE = "tiny.yaml"
 STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances"]

@@ -490,3 +490,58 @@ def test_a_helper_named_like_an_entry_point_is_refused(mutate, helpers: str) -> 
 def test_helpers_with_other_names_load() -> None:
     text = TWO_FUNCTIONS.replace("tests:\n", "helpers: |\n  def make_input():\n      return 1\ntests:\n", 1)
     assert parse_problem(text, SOURCE).helpers.startswith("def make_input")
+
+
+# -- limits, resolved once: the test's own, else the problem's, else the server's ---------------------------
+LIMITED = """\
+id: limited
+title: Limited
+difficulty: easy
+statement: s
+starter_code: "def f(): pass"
+entry_points: [f]
+reference: "def f(): return 1"
+limits: {time_s: 1.5}
+tests:
+  - name: plain
+    visible: true
+    code: "return f()"
+  - name: its own memory
+    visible: true
+    limits: {memory_mb: 2048}
+    code: "return f()"
+  - name: its own time and output
+    limits: {time_s: 5, output_kb: 8}
+    code: "return f()"
+"""
+
+
+def test_each_tests_limits_are_resolved_once_at_load() -> None:
+    from grader.problems.public import problem_public
+
+    registry = Registry(DEFAULTS, max_memory_mb=4096)
+    problem = registry.make(registry.parse(LIMITED, "limited.yaml"))
+    assert problem.limits == EffectiveLimits(time_s=1.5, memory_mb=1024, output_kb=256)
+    assert [(limits.time_s, limits.memory_mb, limits.output_kb) for limits in problem.test_limits] == [
+        (1.5, 1024, 256),
+        (1.5, 2048, 256),
+        (5.0, 1024, 8),
+    ]
+    shown = problem_public(problem).visible_tests
+    assert shown[0].limits is None and shown[1].limits == problem.test_limits[1]  # only where it is the test's own
+
+
+@pytest.mark.parametrize(
+    ("limits", "words"),
+    [
+        ("{memory_mb: 8192}", "more than this server gives a test"),
+        ("{time_s: 0}", "greater than 0"),
+        ("{memory_mb: 32}", "greater than or equal to 64"),
+        ("{cpu_s: 1}", "Extra inputs are not permitted"),
+    ],
+)
+def test_a_tests_limits_out_of_bounds_are_refused_with_their_line(limits: str, words: str) -> None:
+    text = LIMITED.replace("{memory_mb: 2048}", limits)
+    with pytest.raises(ProblemError) as info:
+        Registry(DEFAULTS, max_memory_mb=4096).parse(text, "limited.yaml")
+    assert words in str(info.value) and "limited.yaml:15" in str(info.value), str(info.value)

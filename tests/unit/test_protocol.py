@@ -1,93 +1,171 @@
-"""One protocol, two sides: the grader's typed definition (grader/sandboxes/protocol.py) and the runner's
-stdlib twin (sandbox/runner/protocol.py) must agree on every kind, word and bound, and parse hostile
-JSON the same way: by measuring its nesting first, never by recursing into it."""
+"""The one contract (sandbox/runner/protocol.py, messages.py): the grader uses it, not a copy; a job is
+checked when made and when read; a child's report is re-read within its bounds; hostile JSON is parsed by
+measuring its nesting first, never by recursing into it."""
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import json
 import random
 from pathlib import Path
 
 import pytest
 
-from grader.sandboxes import protocol as grader_side
-from grader.sandboxes.protocol import JobLimits, JobSpec, JobTest, Outcome
+from grader.containers import protocol as grader_side
+from grader.grading.execution import build_job
+from sandbox.runner import messages
+from sandbox.runner import protocol as runner_side
+from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report
+from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, TEST_OUTCOMES, FrameError, Outcome
 
-RUNNER_PROTOCOL = Path(__file__).resolve().parents[2] / "sandbox" / "runner" / "protocol.py"
-spec = importlib.util.spec_from_file_location("runner_protocol", RUNNER_PROTOCOL)
-assert spec is not None and spec.loader is not None
-runner_side = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(runner_side)
-
-SHARED_CONSTANTS = [
-    "MAGIC",
-    "JOB",
-    "HELLO",
-    "LOAD",
-    "TEST",
-    "DONE",
-    "MAX_HEADER_BYTES",
-    "MAX_HEADER_DEPTH",
-    "MAX_JOB_BYTES",
-    "MAX_JOB_DEPTH",
-    "MAX_TESTS",
-    "MAX_MESSAGE",
-    "MAX_TRACEBACK",
-    "MAX_OUTPUT",
-    "MAX_ERROR_TYPE",
-    "MAX_LINE",
-    "MAX_TIME_MS",
-    "MAX_MEMORY_MB",
-    "MAX_SEED",
-    "TRUNCATED",
-    "MAX_VALUE_DEPTH",
-    "MAX_VALUE_NODES",
-    "MAX_STR",
-    "MAX_INT_DIGITS",
-    "MAX_RANK",
-    "MAX_DIM",
-    "MAX_ELEMENTS",
-    "MAX_MANIFEST_DEPTH",
-    "WIRE_DTYPES",
-    "SETTING_NAMES",
-]
+RUNNER = Path(runner_side.__file__).resolve().parent
 
 
-@pytest.mark.parametrize("name", SHARED_CONSTANTS)
-def test_both_sides_agree_on(name: str) -> None:
-    assert getattr(grader_side, name) == getattr(runner_side, name)
+def test_the_grader_uses_the_contract_itself_not_a_copy() -> None:
+    """One definition: every kind, word and bound the grader names is the contract's own object."""
+    for name in grader_side.__all__:
+        if hasattr(runner_side, name):
+            assert getattr(grader_side, name) is getattr(runner_side, name), name
+        else:
+            assert getattr(grader_side, name) is getattr(messages, name), name
+    for constant in ("MAX_", "MIN_", "WIRE_", "SETTING_"):
+        assert not any(
+            isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith(constant) for t in node.targets)
+            for node in ast.parse(Path(grader_side.__file__).read_text()).body
+        ), f"grader/containers/protocol.py defines a {constant}* bound of its own"
 
 
-def test_both_sides_agree_on_the_outcome_words() -> None:
-    assert tuple(o.value for o in grader_side.LOAD_OUTCOMES) == runner_side.LOAD_STATUSES
-    # A test's outcome is what a child reports, or the runner's own "skipped" (after a timeout).
-    assert tuple(o.value for o in grader_side.TEST_OUTCOMES) == (*runner_side.TEST_STATUSES, runner_side.SKIPPED)
-    assert {o.value for o in Outcome} == {*runner_side.LOAD_STATUSES, runner_side.SKIPPED}
+def test_the_outcome_words() -> None:
+    assert Outcome.SKIPPED not in LOAD_OUTCOMES and Outcome.COMPILE_ERROR in LOAD_OUTCOMES
+    assert TEST_OUTCOMES == (*CHILD_TEST_OUTCOMES, Outcome.SKIPPED)
+    assert Outcome.COMPILE_ERROR not in TEST_OUTCOMES
+    assert json.dumps({"status": Outcome.TIMEOUT}) == '{"status": "timeout"}'
+
+
+def _job(**changes: object) -> Job:
+    limits = Limits(time_s=2, memory_mb=512, output_kb=64)
+    fields: dict = {
+        "source": "def f():\n    return 'é'\n",
+        "entry_points": ("f",),
+        "load_time_s": 10.0,
+        "max_result_bytes": 1 << 20,
+        "tests": (JobTest("return f()", 0, limits), JobTest("return 1", runner_side.MAX_SEED, limits)),
+    }
+    return Job(**{**fields, **changes})
 
 
 def test_the_runner_reads_the_job_the_grader_writes() -> None:
-    job = JobSpec(
-        source="def f():\n    return 'é'\n",
-        entry_points=["f"],
-        limits=JobLimits(time_s=2, memory_mb=512, output_kb=64),
-        load_time_s=10,
-        max_result_bytes=1 << 20,
-        tests=[JobTest(code="return f()", seed=0), JobTest(code="return 1", seed=grader_side.MAX_SEED)],
-    )
-    raw = runner_side.loads_bounded(job.payload(), runner_side.MAX_JOB_DEPTH)
-    assert raw == json.loads(job.payload())
-    assert raw["tests"][1]["seed"] == 2**63 - 1
+    job = _job(helpers="K = 3", skip_after_timeout=True)
+    assert Job.parse(job.payload()) == job
+    assert Job.parse(job.payload()).tests[1].seed == 2**63 - 1
+
+
+def test_the_grader_builds_its_jobs_from_the_contract(tmp_path: Path) -> None:
+    from grader.config import Settings
+    from grader.problems.registry import EffectiveLimits, Registry
+
+    registry = Registry(EffectiveLimits(time_s=2.0, memory_mb=512, output_kb=64))
+    registry.load_dir(Path(__file__).resolve().parents[2] / "problems")
+    problem = registry.get("embedding-layer")
+    job = build_job(problem, "def f(): pass", Settings(data_dir=tmp_path), seed=5)
+    assert type(job) is Job and Job.parse(job.payload()) == job
+    assert all(test.limits.time_s == problem.limits.time_s for test in job.tests)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"entry_points": ()},
+        {"entry_points": (1,)},
+        {"tests": ()},
+        {"source": b"x"},
+        {"load_time_s": float("nan")},
+        {"load_time_s": 0},
+        {"max_result_bytes": 10},
+        {"max_result_bytes": True},
+        {"skip_after_timeout": "yes"},
+    ],
+    ids=repr,
+)
+def test_a_job_out_of_its_bounds_cannot_be_made(change: dict) -> None:
+    with pytest.raises(FrameError):
+        _job(**change)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [(0, 512, 64), (601, 512, 64), (float("inf"), 512, 64), (2, 8, 64), (2, 512.0, 64), (2, 512, 0), (2, True, 64)],
+)
+def test_limits_out_of_their_bounds_cannot_be_made(limits: tuple) -> None:
+    with pytest.raises(FrameError):
+        Limits(*limits)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[]",
+        b'{"source": "x"}',
+        b'{"source": "x", "entry_points": ["f"], "tests": [{"code": "", "seed": -1, "limits": {}}]}',
+        json.dumps({**json.loads(_job().payload()), "extra": 1}).encode(),
+        json.dumps({**json.loads(_job().payload()), "tests": [{"code": "", "seed": 0}]}).encode(),
+        json.dumps({**json.loads(_job().payload()), "load_time_s": 1e999}).encode(),
+        b'{"tests": ' + b"[" * 100 + b"]" * 100 + b"}",
+    ],
+    ids=["list", "partial", "bad-test", "extra-key", "no-limits", "infinite", "deep"],
+)
+def test_the_runner_refuses_a_malformed_job(body: bytes) -> None:
+    with pytest.raises(FrameError):
+        Job.parse(body)
+
+
+def test_a_child_gets_the_memory_of_the_tests_it_runs() -> None:
+    small, large = Limits(1, 256, 64), Limits(3, 1024, 64)
+    job = _job(tests=(JobTest("1", 0, small), JobTest("2", 0, small), JobTest("3", 0, large)))
+    first, last = job.for_child(0), job.for_child(2)
+    assert (first.memory_mb, last.memory_mb) == (256, 1024)
+    assert first.cpu_s >= 1 + 1 + job.load_time_s and last.cpu_s >= 3 + job.load_time_s
+    assert ChildJob.parse(first.payload()).memory_mb == 256
+    assert "code" not in first.payload().decode()  # a child gets each test's code only when it runs it
+    with pytest.raises(FrameError):
+        ChildJob.parse(json.dumps({**json.loads(first.payload()), "memory_mb": -1}).encode())
+
+
+@pytest.mark.parametrize(
+    "header", [{}, {"index": -1, "seed": 0}, {"index": 0, "seed": 2**64}, {"index": "0", "seed": 0}]
+)
+def test_a_malformed_test_command_is_refused(header: dict) -> None:
+    with pytest.raises(FrameError):
+        messages.TestCommand.parse(header)
+
+
+def test_a_childs_report_is_reread_within_its_bounds() -> None:
+    hostile = {
+        "status": "skipped",  # not a child's word
+        "message": "m" * 100_000,
+        "traceback": 7,
+        "line": -3,
+        "settings_changed": ["grad mode", "rm -rf", "grad mode"],
+        "index": 10**9,
+        "extra": "dropped",
+    }
+    report = Report.from_child(hostile, CHILD_TEST_OUTCOMES)
+    assert report.status is Outcome.ERROR
+    assert len(report.message or "") == runner_side.MAX_MESSAGE and report.traceback is None
+    assert report.line is None and report.index is None and report.settings_changed == ["grad mode"]
+    assert set(report.header()) == {"status", "message", "settings_changed"}
+    ok = Report.from_child({"status": "ok", "index": 3, "line": 4}, CHILD_TEST_OUTCOMES)
+    assert (ok.status, ok.index, ok.line) == (Outcome.OK, 3, 4)
+    assert Report.from_child({"status": "compile_error"}, LOAD_OUTCOMES).status is Outcome.COMPILE_ERROR
+    assert Report.from_child({"status": "compile_error"}, CHILD_TEST_OUTCOMES).status is Outcome.ERROR
 
 
 NESTED = [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 5_000 + b"1" + b"}" * 5_000, b"[" * 100]
 
 
 @pytest.mark.parametrize("raw", NESTED, ids=["deep-lists", "deep-objects", "unclosed"])
-def test_deep_nesting_is_refused_on_both_sides_without_recursing(raw: bytes) -> None:
-    with pytest.raises(grader_side.ProtocolViolation):
-        grader_side.loads_bounded(raw, 4)
-    with pytest.raises(runner_side.FrameError):
+def test_deep_nesting_is_refused_without_recursing(raw: bytes) -> None:
+    with pytest.raises(FrameError):
         runner_side.loads_bounded(raw, 4)
 
 
@@ -96,7 +174,7 @@ def test_deep_nesting_is_refused_on_both_sides_without_recursing(raw: bytes) -> 
     [(b'{"a": "[[[[[[[[[[", "b": "\\\\\\"[["}', 1), (b"[[1], [2, [3]]]", 3), (b'"]]]]"', 0), (b"{}", 1)],
 )
 def test_brackets_inside_strings_do_not_count(raw: bytes, depth: int) -> None:
-    assert grader_side.json_depth(raw, 1000) == depth == runner_side.json_depth(raw, 1000)
+    assert runner_side.json_depth(raw, 1000) == depth
 
 
 def _random_json(rnd: random.Random, depth: int) -> object:
@@ -121,16 +199,14 @@ def test_the_depth_found_without_parsing_is_the_parsed_depth() -> None:
     for _ in range(2000):
         value = _random_json(rnd, 6)
         raw = json.dumps(value, ensure_ascii=rnd.random() < 0.5).encode()
-        assert grader_side.json_depth(raw, 1 << 16) == _depth(value) == runner_side.json_depth(raw, 1 << 16), raw
+        assert runner_side.json_depth(raw, 1 << 16) == _depth(value), raw
 
 
 @pytest.mark.parametrize(
     "raw", [b"\xff", b"{", b"1" * 5000, b'{"a": NaN', b"\x00"], ids=["utf8", "open", "huge-int", "nan", "nul"]
 )
-def test_anything_malformed_is_a_protocol_error_on_both_sides(raw: bytes) -> None:
-    with pytest.raises(grader_side.ProtocolViolation):
-        grader_side.loads_bounded(raw, 4)
-    with pytest.raises(runner_side.FrameError):
+def test_anything_malformed_is_a_frame_error(raw: bytes) -> None:
+    with pytest.raises(FrameError):
         runner_side.loads_bounded(raw, 4)
 
 
@@ -144,9 +220,8 @@ def test_anything_malformed_is_a_protocol_error_on_both_sides(raw: bytes) -> Non
         ("pair \U0001f600 kept", 100, "pair \U0001f600 kept"),
     ],
 )
-def test_both_sides_cut_and_clean_text_alike(text: str, limit: int, expected: str) -> None:
-    assert grader_side.bounded_text(text, limit) == runner_side.truncate(text, limit)
-    cleaned = grader_side.bounded_text(text, limit)
+def test_text_is_cut_and_cleaned(text: str, limit: int, expected: str) -> None:
+    cleaned = runner_side.bounded_text(text, limit)
     assert len(cleaned) <= limit
     cleaned.encode("utf-8")  # always encodable
     if "\ud800" not in text:
@@ -171,15 +246,13 @@ def test_the_runners_reader_survives_every_frame_a_child_can_write() -> None:
         reader = runner_side.FrameReader(max_body=1024)
         try:
             reader.feed(data)
-        except (runner_side.FrameError, OverflowError):
+        except (FrameError, OverflowError):
             pass
 
 
-def test_the_settings_put_back_are_the_ones_both_sides_name() -> None:
+def test_the_settings_put_back_are_the_ones_the_contract_names() -> None:
     """torchstate.py (which needs torch, so is read here as text) puts back exactly the named settings."""
-    import ast
-
-    source = (RUNNER_PROTOCOL.parent / "torchstate.py").read_text()
+    source = (RUNNER / "torchstate.py").read_text()
     table = next(
         node.value
         for node in ast.walk(ast.parse(source))

@@ -3,19 +3,17 @@ host's kernel), the bounds the grader decodes it within (a hostile value refused
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from grader.client import _test_line
-from grader.sandboxes.frames import FrameDecoder, FrameError, encode
-from grader.sandboxes.protocol import MAX_MEMORY_MB, TEST
+from grader.containers.frames import FrameDecoder, FrameError, encode
+from grader.containers.protocol import MAX_MEMORY_MB, TEST
 from grader.web.numbers import fmt_mb
 
 RUNNER = Path(__file__).resolve().parents[2] / "sandbox" / "runner"
@@ -49,18 +47,11 @@ def test_a_hostile_memory_is_refused(memory: object) -> None:
 
 # -- the runner's measurement ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def child_module() -> Iterator[ModuleType]:
-    """sandbox/runner/child.py, imported as the runner does (its siblings as top-level modules), then put away."""
-    names = ("child", "cleanup", "protocol", "zygote")
-    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    sys.path.insert(0, str(RUNNER))
-    try:
-        yield importlib.import_module("child")
-    finally:
-        sys.path.remove(str(RUNNER))
-        for name in names:
-            sys.modules.pop(name, None)
-        sys.modules.update(saved)
+def child_module() -> ModuleType:
+    """sandbox/runner/child.py: the runner's hold on a child imports without torch or a container."""
+    from sandbox.runner import child
+
+    return child
 
 
 ALLOCATES = """\

@@ -1,4 +1,4 @@
-"""grader/sandboxes/values.py: a test's returned value, decoded from hostile bytes into plain data.
+"""grader/containers/values.py: a test's returned value, decoded from hostile bytes into plain data.
 
 Bodies are built by hand (tests/unit/conftest.py: make_body), following the node format of
 sandbox/runner/values.py, which is not imported here (it needs torch).
@@ -13,8 +13,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from grader.sandboxes import protocol
-from grader.sandboxes.values import (
+from grader.containers import protocol
+from grader.containers.values import (
     DTYPES,
     FLOAT_DTYPES,
     MAX_DEPTH,

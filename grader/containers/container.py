@@ -19,15 +19,15 @@ from docker.types import LogConfig, Ulimit
 
 from grader import phases
 from grader.config import Settings
-from grader.sandboxes.frames import Frame, FrameDecoder, FrameError, encode_job
-from grader.sandboxes.protocol import (
+from grader.containers.frames import Frame, FrameDecoder, FrameError, encode_job
+from grader.containers.protocol import (
     DONE,
     HELLO,
     LOAD,
     TEST,
     DoneHeader,
     HelloHeader,
-    JobSpec,
+    Job,
     LoadHeader,
     Outcome,
     TestHeader,
@@ -114,9 +114,9 @@ def docker_client() -> docker.DockerClient:
     return docker.from_env(version="auto", timeout=60)
 
 
-def _may_skip(job: JobSpec, outcome: JobOutcome) -> bool:
+def _may_skip(job: Job, outcome: JobOutcome) -> bool:
     """A test may be reported skipped only when the job asked for it and a test before it ran out of time."""
-    return job.after_timeout == "skip" and any(header.status == Outcome.TIMEOUT for header, _ in outcome.tests)
+    return job.skip_after_timeout and any(header.status == Outcome.TIMEOUT for header, _ in outcome.tests)
 
 
 class SandboxContainer:
@@ -252,7 +252,7 @@ class SandboxContainer:
     # -- one job -------------------------------------------------------------------------------
     def run_job(
         self,
-        job: JobSpec,
+        job: Job,
         deadline: float,
         on_test: Callable[[TestHeader, bytes], None] | None = None,
     ) -> JobOutcome:
@@ -268,7 +268,7 @@ class SandboxContainer:
         # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
         # a test's result may follow a reload of the submission in a fresh child (load time).
         load_budget = job.load_time_s + FRAME_SLACK_S
-        frame_budget = job.load_time_s + job.limits.time_s + FRAME_SLACK_S
+        frame_budget = job.load_time_s + max(test.limits.time_s for test in job.tests) + FRAME_SLACK_S
         try:
             self._sock.sendall(encode_job(job))
         except OSError as exc:
@@ -279,7 +279,7 @@ class SandboxContainer:
 
     def _collect(
         self,
-        job: JobSpec,
+        job: Job,
         deadline: float,
         load_budget: float,
         frame_budget: float,

@@ -19,8 +19,8 @@ import time
 import docker
 
 from grader.config import Settings
-from grader.sandboxes.container import LABEL, SandboxContainer, SandboxLost, owner_label
-from grader.sandboxes.prewarm import ImageKeeper, keep_image_resident
+from grader.containers.container import LABEL, SandboxContainer, SandboxLost, owner_label
+from grader.containers.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class SandboxPool:
     def _connect(self) -> bool:
         try:
             if self.client is None:
-                from grader.sandboxes.container import docker_client
+                from grader.containers.container import docker_client
 
                 self.client = docker_client()
             self.image_id = self.client.images.get(self.settings.sandbox_image).id

@@ -16,7 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from grader.sandboxes import protocol
+from grader.containers import protocol
 
 # wire name -> the NumPy dtype its bytes are read as: each name its own dtype, and no two names one dtype,
 # so that nothing on this side can take one for another (a bfloat16 tensor is not a float32 one). NumPy has
@@ -240,7 +240,7 @@ def _decode(body: bytes) -> Any:
         manifest = protocol.loads_bounded(
             body[4 : 4 + manifest_len], protocol.MAX_MANIFEST_DEPTH, max_brackets=MAX_MANIFEST_BRACKETS
         )
-    except protocol.ProtocolViolation as exc:
+    except protocol.FrameError as exc:
         raise MalformedValue(f"value manifest is not valid: {exc}") from None
     decoder = _Decoder(memoryview(body)[4 + manifest_len :])
     value = decoder.node(manifest, 0)

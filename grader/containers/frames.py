@@ -1,26 +1,21 @@
 """The wire format: frames to a sandbox, and the strict decoder of what comes back.
 
 Frame: b"TJ" | kind (1 byte) | header length (u32, big-endian) | body length (u32) | header | body.
-The header is a JSON object validated against its kind's model (grader/sandboxes/protocol.py); the body
-is only ever a test's returned value (grader/sandboxes/values.py decodes it).
+The header is a JSON object validated against its kind's model (grader/containers/protocol.py); the body
+is only ever a test's returned value (grader/containers/values.py decodes it).
 """
 
 from __future__ import annotations
 
-import json
-import struct
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from grader.sandboxes import protocol
-from grader.sandboxes.protocol import HEADERS, MAGIC, ProtocolViolation
+from grader.containers import protocol
+from grader.containers.protocol import HEADERS, MAGIC, PREFIX, FrameError
+from sandbox.runner.protocol import encode
 
-PREFIX = struct.Struct(">2scII")
-
-
-class FrameError(ProtocolViolation):
-    """The sandbox sent something that is not a valid frame."""
+__all__ = ["PREFIX", "Frame", "FrameDecoder", "FrameError", "encode", "encode_job", "parse_header"]
 
 
 @dataclass(frozen=True)
@@ -30,13 +25,7 @@ class Frame:
     body: bytes
 
 
-def encode(kind: bytes, header: dict[str, object], body: bytes = b"") -> bytes:
-    """Frames sent to the sandbox (jobs); the runner decodes these."""
-    head = json.dumps(header, separators=(",", ":")).encode()
-    return PREFIX.pack(MAGIC, kind, len(head), len(body)) + head + body
-
-
-def encode_job(job: protocol.JobSpec) -> bytes:
+def encode_job(job: protocol.Job) -> bytes:
     return encode(protocol.JOB, {}, job.payload())
 
 

@@ -40,7 +40,7 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader.config import Settings
-from grader.sandboxes.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs, owner_label
+from grader.containers.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs, owner_label
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,246 @@
+"""What the frames carry (protocol.py has the frames): the job the grader sends, a child's share of it,
+the command to run one test, and the report of how a load or a test ended. Stdlib only, part of the one
+contract: the grader builds its jobs from these classes, the runner and the child read them back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+from .protocol import (
+    MAX_ENTRY_POINTS,
+    MAX_ERROR_TYPE,
+    MAX_JOB_DEPTH,
+    MAX_LIMIT_MEMORY_MB,
+    MAX_LINE,
+    MAX_MESSAGE,
+    MAX_OUTPUT_KB,
+    MAX_RESULT_BYTES,
+    MAX_SEED,
+    MAX_TEST_TIME_S,
+    MAX_TESTS,
+    MAX_TRACEBACK,
+    MIN_MEMORY_MB,
+    MIN_RESULT_BYTES,
+    SETTING_NAMES,
+    FrameError,
+    Outcome,
+    bounded_text,
+    loads_bounded,
+)
+
+
+# -- the job (grader -> runner) ----------------------------------------------------------------------
+def _number(value: object, low: float, high: float, what: str, integer: bool = False) -> None:
+    kinds = (int,) if integer else (int, float)
+    if type(value) not in kinds or not math.isfinite(value) or not low <= value <= high:  # type: ignore[arg-type]
+        raise FrameError(f"malformed job: {what}")
+
+
+def _text(value: object, what: str) -> str:
+    if type(value) is not str:
+        raise FrameError(f"malformed job: {what}")
+    return value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One test's limits, resolved once on the trusted side (problem, test, server defaults and maxima):
+    its wall-clock time, the memory of the process that runs it, what it may print."""
+
+    time_s: float
+    memory_mb: int
+    output_kb: int
+
+    def __post_init__(self) -> None:
+        if type(self.time_s) is int:
+            object.__setattr__(self, "time_s", float(self.time_s))
+        _number(self.time_s, 1e-3, MAX_TEST_TIME_S, "time_s")
+        _number(self.memory_mb, MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, "memory_mb", integer=True)
+        _number(self.output_kb, 1, MAX_OUTPUT_KB, "output_kb", integer=True)
+
+
+@dataclass(frozen=True)
+class JobTest:
+    code: str
+    seed: int
+    limits: Limits
+
+    def __post_init__(self) -> None:
+        _text(self.code, "a test's code")
+        _number(self.seed, 0, MAX_SEED, "seed", integer=True)
+        if type(self.limits) is not Limits:
+            raise FrameError("malformed job: a test's limits")
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything the runner needs for one module: its source, its entry points, the tests in order, each
+    with its seed and its limits. Checked when made, on either side: a job the grader cannot send is one
+    the runner would refuse."""
+
+    source: str
+    entry_points: tuple[str, ...]
+    tests: tuple[JobTest, ...]
+    load_time_s: float
+    max_result_bytes: int
+    helpers: str = ""  # the problem's helpers, run in each test's namespace before its code
+    # A test that runs out of time ends the job, the tests after it reported skipped (not run).
+    skip_after_timeout: bool = False
+
+    def __post_init__(self) -> None:
+        _text(self.source, "source")
+        _text(self.helpers, "helpers")
+        object.__setattr__(self, "entry_points", tuple(self.entry_points))
+        object.__setattr__(self, "tests", tuple(self.tests))
+        if not 0 < len(self.entry_points) <= MAX_ENTRY_POINTS:
+            raise FrameError("malformed job: entry points")
+        for name in self.entry_points:
+            _text(name, "an entry point")
+        if not 0 < len(self.tests) <= MAX_TESTS or any(type(test) is not JobTest for test in self.tests):
+            raise FrameError("malformed job: tests")
+        _number(self.load_time_s, 1e-3, MAX_TEST_TIME_S, "load_time_s")
+        _number(self.max_result_bytes, MIN_RESULT_BYTES, MAX_RESULT_BYTES, "max_result_bytes", integer=True)
+        if type(self.skip_after_timeout) is not bool:
+            raise FrameError("malformed job: skip_after_timeout")
+
+    def payload(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
+
+    @classmethod
+    def parse(cls, body: bytes) -> Job:
+        """The job from its payload; FrameError for anything else (the grader's bytes, checked anyway)."""
+        raw = loads_bounded(body, MAX_JOB_DEPTH, max_brackets=4 * MAX_TESTS + 64)
+        try:
+            tests = tuple(
+                JobTest(code=test["code"], seed=test["seed"], limits=Limits(**test["limits"])) for test in raw["tests"]
+            )
+            return cls(**{**raw, "tests": tests})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FrameError(f"malformed job: {type(exc).__name__}") from None
+
+    def for_child(self, first: int) -> ChildJob:
+        """A child's share of the job, for the tests from `first` on that it may run (never their code: it
+        gets each test when it runs): the memory it is confined to is that test's, and so is every test's
+        it runs (runner.py starts a fresh child where a test's memory differs)."""
+        tests = self.tests[first:]
+        runs = [test for test in tests if test.limits.memory_mb == tests[0].limits.memory_mb]
+        # The CPU time the child may use in all, a backstop to the runner's own clock on each test.
+        cpu_s = sum(test.limits.time_s for test in runs) + 2 * max(t.limits.time_s for t in runs) + self.load_time_s + 5
+        return ChildJob(
+            source=self.source,
+            entry_points=self.entry_points,
+            memory_mb=tests[0].limits.memory_mb,
+            cpu_s=cpu_s,
+            max_result_bytes=self.max_result_bytes,
+            helpers=self.helpers,
+        )
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """What a child needs to load the submission and run tests: the runner sends it, the child reads it."""
+
+    source: str
+    entry_points: tuple[str, ...]
+    memory_mb: int
+    cpu_s: float
+    max_result_bytes: int
+    helpers: str = ""
+
+    def payload(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
+
+    @classmethod
+    def parse(cls, body: bytes) -> ChildJob:
+        raw = loads_bounded(body, MAX_JOB_DEPTH)
+        try:
+            job = cls(**raw)  # type: ignore[arg-type]
+        except TypeError as exc:
+            raise FrameError(f"malformed child job: {type(exc).__name__}") from None
+        _text(job.source, "source")
+        _text(job.helpers, "helpers")
+        if type(job.entry_points) is not list or not all(type(name) is str for name in job.entry_points):
+            raise FrameError("malformed child job: entry points")
+        _number(job.memory_mb, MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, "memory_mb", integer=True)
+        _number(job.cpu_s, 0, 10**6, "cpu_s")
+        _number(job.max_result_bytes, MIN_RESULT_BYTES, MAX_RESULT_BYTES, "max_result_bytes", integer=True)
+        return job
+
+
+@dataclass(frozen=True)
+class TestCommand:
+    """The runner's command to a child to run one test; the test's code is the frame's body."""
+
+    index: int
+    seed: int
+
+    def header(self) -> dict:
+        return {"index": self.index, "seed": self.seed}
+
+    @classmethod
+    def parse(cls, header: dict) -> TestCommand:
+        index, seed = header.get("index"), header.get("seed")
+        _number(index, 0, MAX_TESTS - 1, "index", integer=True)
+        _number(seed, 0, MAX_SEED, "seed", integer=True)
+        return cls(index, seed)  # type: ignore[arg-type]
+
+
+# -- reports (a child's, and the runner's own, inside the container) -------------------------------------
+_TEXT_FIELDS = (("message", MAX_MESSAGE), ("error_type", MAX_ERROR_TYPE), ("traceback", MAX_TRACEBACK))
+
+
+@dataclass
+class Report:
+    """How a load or a test ended, as the child reports it or as the runner's own accounting tells it."""
+
+    status: Outcome
+    message: str | None = None
+    error_type: str | None = None
+    traceback: str | None = None
+    line: int | None = None
+    # Torch's settings the code left changed (SETTING_NAMES): the judge puts them back; the check names them.
+    settings_changed: list[str] = field(default_factory=list)
+    index: int | None = None  # a child's test result: the test it answers
+
+    def header(self) -> dict:
+        """The wire header: the fields that are set, each within its bound."""
+        header: dict = {"status": self.status.value}
+        for key, limit in _TEXT_FIELDS:
+            value = getattr(self, key)
+            if value is not None:
+                header[key] = bounded_text(value, limit)
+        if self.line is not None:
+            header["line"] = self.line
+        if self.settings_changed:
+            header["settings_changed"] = list(self.settings_changed)
+        if self.index is not None:
+            header["index"] = self.index
+        return header
+
+    @classmethod
+    def from_child(cls, header: dict, allowed: tuple[Outcome, ...]) -> Report:
+        """A child's header, re-read: only known fields, each of its type and within its bound; a status
+        outside `allowed` is an error."""
+        status = header.get("status")
+        report = cls(Outcome(status) if type(status) is str and status in allowed else Outcome.ERROR)
+        for key, limit in _TEXT_FIELDS:
+            value = header.get(key)
+            if type(value) is str:
+                setattr(report, key, bounded_text(value, limit))
+        line = header.get("line")
+        if type(line) is int and 0 <= line <= MAX_LINE:
+            report.line = line
+        changed = header.get("settings_changed")
+        if type(changed) is list:
+            report.settings_changed = [name for name in SETTING_NAMES if name in changed]
+        index = header.get("index")
+        if type(index) is int and 0 <= index < MAX_TESTS:
+            report.index = index
+        return report
+
+
+def error(message: str, error_type: str) -> Report:
+    return Report(Outcome.ERROR, message=message, error_type=error_type)

@@ -1,0 +1,248 @@
+"""The runner (sandbox/runner/runner.py and child.py) on the host, without torch, Docker or a zygote.
+
+What the container provides is stood in for at its true edges only: ScriptedForker forks children in the
+runner's own process where the zygote would (the zygote's end-of-container kill(-1) has no place on a
+host), and the container-wide clean-up and OOM count (cleanup.py) are narrowed to those children. The
+runner itself, its Child, the contract (protocol.py, messages.py) and the grader's strict decoder of what
+comes out are the real ones. A child is a plain-Python program (scripted_child) that speaks the child's
+side of the contract: it runs the job's source as a module and each test's code as statements; a test's
+`result` is sent back as its body, as text.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from grader.containers.frames import Frame, FrameDecoder, encode_job
+from grader.containers.protocol import DONE, HELLO, LOAD, TEST
+from sandbox.runner import cleanup, protocol, runner
+from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report, TestCommand
+from sandbox.runner.protocol import Outcome
+
+ChildMain = Callable[[int, int, int], None]
+
+
+def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
+    """A child speaking the contract, in plain Python: READY, the job, its load, then one result per test.
+    In the source and the tests: JOB (the ChildJob), RES (the result pipe), os, time, signal."""
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    _close_others({0, 1, 2, cmd_r, res_w})
+    # Forked from pytest, whose sys.stdout is its own capture: print goes to the output pipe, as in a child.
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+
+    def send(kind: bytes, header: dict, body: bytes = b"") -> None:
+        protocol.write_all(res_w, protocol.encode(kind, header, body))
+
+    send(protocol.CHILD_READY, Report(Outcome.OK).header())
+    kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
+    job = ChildJob.parse(body)
+    namespace: dict = {"JOB": job, "RES": res_w, "os": os, "time": time, "signal": signal}
+    try:
+        exec(compile(job.source, "submission.py", "exec"), namespace)
+    except SyntaxError as exc:
+        send(protocol.CHILD_LOAD, Report(Outcome.COMPILE_ERROR, message=str(exc.msg), line=exc.lineno).header())
+        os._exit(0)
+    except Exception as exc:  # noqa: BLE001 - the scripted submission's error
+        send(protocol.CHILD_LOAD, Report(Outcome.ERROR, message=str(exc), error_type=type(exc).__name__).header())
+        os._exit(0)
+    send(protocol.CHILD_LOAD, Report(Outcome.OK).header())
+    while True:
+        try:
+            kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
+        except EOFError:
+            os._exit(0)
+        command = TestCommand.parse(header)
+        scope = dict(namespace, INDEX=command.index, SEED=command.seed)
+        try:
+            exec(body.decode(), scope)
+            report, value = Report(Outcome.OK, index=command.index), str(scope.get("result")).encode()
+        except Exception as exc:  # noqa: BLE001 - the test's error
+            report, value = Report(Outcome.ERROR, message=str(exc), index=command.index), b""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        send(protocol.CHILD_RESULT, report.header(), value)
+
+
+def _close_others(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in keep:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
+
+
+class ScriptedForker:
+    """The zygote's part for the runner (runner.zygote.ZygoteClient's methods): children forked here."""
+
+    def __init__(self, main: ChildMain) -> None:
+        self.main = main
+        self.live: set[int] = set()
+        self.exits: dict[int, int] = {}
+
+    def fork_child(self, fds: tuple[int, int, int]) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.main(*fds)
+            finally:
+                os._exit(70)
+        self.live.add(pid)
+        return pid
+
+    def exit_status(self, pid: int, block: bool) -> int | None:
+        if pid in self.exits:
+            return self.exits.pop(pid)
+        try:
+            got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return -1
+        if got == 0:
+            return None
+        self.live.discard(pid)
+        return status
+
+    def abandon(self, pid: int) -> None:
+        self.exits.pop(pid, None)
+
+    def forget(self, pid: int) -> None:
+        self.exits.pop(pid, None)
+
+    def kill_others(self, keep: int | None = None) -> None:
+        for pid in self.live - {keep}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def clean(self, keep: int | None = None) -> bool:
+        self.kill_others(keep)
+        for pid in list(self.live - {keep}):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            self.live.discard(pid)
+        return True
+
+
+@dataclass
+class Exchange:
+    """What came out of the runner for one job, decoded by the grader's strict decoder."""
+
+    load: Frame
+    tests: list[Frame] = field(default_factory=list)
+    done: Frame | None = None
+
+    def statuses(self) -> list[str]:
+        return [frame.header.status.value for frame in self.tests]  # type: ignore[union-attr]
+
+
+class HostRunner:
+    """A runner in a process of its own (its stdout is its frame channel), serving jobs from this test."""
+
+    def __init__(self, main: ChildMain = scripted_child, ready_wait_s: float = 3.0) -> None:
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+        self.log = tempfile.TemporaryFile()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.setpgid(0, 0)
+                os.dup2(to_r, 0)
+                os.dup2(from_w, 1)
+                os.dup2(self.log.fileno(), 2)
+                _close_others({0, 1, 2})
+                forker = ScriptedForker(main)
+                cleanup.kill_others = forker.kill_others  # type: ignore[assignment]
+                cleanup.clean_container = forker.clean  # type: ignore[assignment]
+                cleanup.oom_kills = lambda: 0  # type: ignore[assignment]
+                cleanup.submission_tasks = lambda: len(forker.live)  # type: ignore[assignment]
+                runner.READY_WAIT_S = ready_wait_s
+                runner.Runner(forker, torch_version="none").serve()  # type: ignore[arg-type]
+            finally:
+                os._exit(0)
+        os.close(to_r)
+        os.close(from_w)
+        self.decoder = FrameDecoder(max_body=16 << 20)
+        self.frames: list[Frame] = []
+        self.hello = self.next_frame(10.0)
+        assert self.hello.kind == HELLO, self.hello
+
+    def next_frame(self, wait_s: float) -> Frame:
+        deadline = time.monotonic() + wait_s
+        while not self.frames:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.from_r], [], [], remaining)[0]:
+                raise TimeoutError(f"no frame from the runner within {wait_s} s; it said: {self.said()!r}")
+            data = os.read(self.from_r, 1 << 16)
+            if not data:
+                raise EOFError(f"the runner ended; it said: {self.said()!r}")
+            self.frames.extend(self.decoder.feed(data))
+        return self.frames.pop(0)
+
+    def run(self, job: Job, wait_s: float = 20.0) -> Exchange:
+        os.write(self.to_w, encode_job(job))
+        exchange = Exchange(load=self.next_frame(wait_s))
+        assert exchange.load.kind == LOAD, exchange.load
+        while True:
+            frame = self.next_frame(wait_s)
+            if frame.kind == DONE:
+                exchange.done = frame
+                return exchange
+            assert frame.kind == TEST, frame
+            exchange.tests.append(frame)
+
+    def said(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("ascii", "replace")
+
+    def close(self) -> str:
+        """Ends stdin, waits for the runner, takes its process group down; what it said on stderr."""
+        os.close(self.to_w)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+            time.sleep(0.01)
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(self.from_r)
+        return self.said()
+
+
+def job(
+    source: str,
+    *codes: str,
+    time_s: float = 2.0,
+    memory_mb: int | list[int] = 256,
+    output_kb: int = 64,
+    skip_after_timeout: bool = False,
+    load_time_s: float = 5.0,
+) -> Job:
+    memories = memory_mb if isinstance(memory_mb, list) else [memory_mb] * len(codes)
+    tests = tuple(
+        JobTest(code, index, Limits(time_s=time_s, memory_mb=memory, output_kb=output_kb))
+        for index, (code, memory) in enumerate(zip(codes, memories, strict=True))
+    )
+    return Job(
+        source=source,
+        entry_points=("f",),
+        tests=tests,
+        load_time_s=load_time_s,
+        max_result_bytes=1 << 20,
+        skip_after_timeout=skip_after_timeout,
+    )
