@@ -93,7 +93,7 @@ def _print_step(step: CheckStep) -> None:
 
 
 def _seed_count(text: str) -> int:
-    from grader.problems.check_report import MAX_SEEDS
+    from grader.problems.check.report import MAX_SEEDS
 
     try:
         count = int(text)
@@ -110,7 +110,7 @@ def _check(args: argparse.Namespace) -> int:
 
     failed: list[str] = []
     started = time.monotonic()
-    from grader.problems.check_report import SEEDS_CHECKED
+    from grader.problems.check.report import SEEDS_CHECKED
 
     with ProblemChecker(get_settings(), seeds=args.seeds or SEEDS_CHECKED) as checker:
         for name in args.paths:

@@ -35,6 +35,7 @@ from sqlalchemy import text
 
 from grader.config import Settings
 from grader.containers.pool import SandboxPool
+from grader.grading.execution import job_bound_s
 from grader.grading.expected import ExpectedCache
 from grader.grading.grader import Grader
 from grader.grading.isolated import IsolatedJudge
@@ -42,11 +43,12 @@ from grader.grading.model import ProblemSpec
 from grader.grading.seeds import SeedPool, draws_fresh
 from grader.metrics import Metrics
 from grader.problems.check import CheckReport, SandboxUnavailable
-from grader.problems.check_report import check_seeds
+from grader.problems.check.report import check_seeds
 from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
 from grader.problems.uploads import CheckTimeout, Uploads, check_upload
 from grader.problems.watcher import ProblemWatcher
 from grader.queue import Dispatcher
+from grader.queue.calls import CHECK_TASK, RUN_TASK, CheckAnswer, CheckCall, Refusal, RunAnswer, RunCall
 from grader.queue.leases import Leases
 from grader.queue.local import LocalQueue
 from grader.storage import crud, problem_data
@@ -61,6 +63,7 @@ from grader.submissions.submitters import Refused, SubmitterAuth
 from grader.submissions.webhooks import Deliverer
 
 log = logging.getLogger(__name__)
+Call = Callable[[Any], Any]  # a worker's answer to one call (grader/queue/calls.py)
 
 REFERENCE_CONTAINERS = 1
 
@@ -166,7 +169,7 @@ class Components:
                 session.execute(text("SELECT 1"))
         except Exception as exc:
             return False, f"the database does not answer: {type(exc).__name__}"
-        broker_error = getattr(self.dispatcher, "broker_error", lambda: None)()
+        broker_error = self.dispatcher.broker_error()
         return broker_error is None, broker_error
 
     def regrade(self, problem_id: str) -> int:
@@ -176,8 +179,8 @@ class Components:
 def max_grading_s(settings: Settings, registry: Registry) -> float:
     """The longest one grading can take: waiting for a sandbox, then two containers' worth of the longest
     job any problem has, with slack. Past it, the grading's lease is no longer renewed."""
-    longest_job = max((sum(limits.time_s + 1.0 for limits in p.test_limits) for p in registry.all()), default=60.0)
-    return settings.sandbox_acquire_timeout_s + 2 * (settings.load_time_s + longest_job + 15.0) + 60.0
+    longest_job = max((job_bound_s(problem, settings) for problem in registry.all()), default=60.0)
+    return settings.sandbox_acquire_timeout_s + 2 * longest_job + 60.0
 
 
 def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -> Components:
@@ -297,35 +300,31 @@ def _dispatcher(
     return CeleryDispatcher(settings, db, on_progress=notifier.wake)
 
 
-# -- under Celery: an upload's check and a run, as calls answered by a worker ---------------------------
-Call = Callable[[dict[str, Any]], dict[str, Any]]
-
-
+# -- under Celery: an upload's check and a run, as calls answered by a worker (typed: queue/calls.py) --------
 def _calls(
     settings: Settings, registry: Registry, watcher: ProblemWatcher, expected: ExpectedCache, runs: Runs
 ) -> dict[str, Call]:
     """What a worker answers: the check (seeding the expected outputs, in the shared database) and runs."""
 
-    def check(payload: dict[str, Any]) -> dict[str, Any]:
+    def check(call: CheckCall) -> CheckAnswer:
         try:
-            report = check_upload(settings, expected, str(payload["text"]), str(payload["source"]))
+            report = check_upload(settings, expected, call.text, call.source)
         except SandboxUnavailable as exc:
-            return {"unavailable": str(exc)}
-        return {"report": report.model_dump(mode="json")}
+            return CheckAnswer(unavailable=str(exc))
+        return CheckAnswer(report=report.model_dump(mode="json"))
 
-    def run(payload: dict[str, Any]) -> dict[str, Any]:
-        problem = registry.get(payload["problem_id"])
-        if problem is None or problem.version != payload["version"]:
+    def run(call: RunCall) -> RunAnswer:
+        problem = registry.get(call.problem_id)
+        if problem is None or problem.version != call.version:
             watcher.poll_now()  # uploaded or changed since this worker last looked
-            problem = registry.get(payload["problem_id"])
-        if problem is None or problem.version != payload["version"]:
-            return {"refused": [409, f"problem {payload['problem_id']!r} changed while the run waited; run it again"]}
+            problem = registry.get(call.problem_id)
+        if problem is None or problem.version != call.version:
+            detail = f"problem {call.problem_id!r} changed while the run waited; run it again"
+            return RunAnswer(refused=Refusal(status=409, detail=detail))
         try:
-            return {"run": runs.execute(problem, RunRequest.model_validate(payload["request"])).model_dump(mode="json")}
+            return RunAnswer(run=runs.execute(problem, RunRequest.model_validate(call.request)).model_dump(mode="json"))
         except Refused as refused:
-            return {"refused": [refused.status, refused.detail]}
-
-    from grader.queue.celery_app import CHECK_TASK, RUN_TASK
+            return RunAnswer(refused=Refusal(status=refused.status, detail=refused.detail))
 
     return {CHECK_TASK: check, RUN_TASK: run}
 
@@ -341,32 +340,32 @@ def _upload_check(
 
 
 def _remote_check(dispatcher: Any, timeout_s: float, text: str, source: str) -> CheckReport:
-    from grader.queue.celery_app import CHECK_TASK, RemoteTimeout, RemoteUnavailable
+    from grader.queue.celery_app import RemoteTimeout, RemoteUnavailable
 
     try:
-        answer = dispatcher.call(CHECK_TASK, {"text": text, "source": source}, timeout_s)
+        answer = dispatcher.call(CHECK_TASK, CheckCall(text=text, source=source), timeout_s)
     except RemoteTimeout as exc:
         raise CheckTimeout(f"no worker finished its check within {timeout_s:g} s") from exc
     except RemoteUnavailable as exc:
         raise SandboxUnavailable(str(exc)) from exc
-    if "report" not in answer:
-        raise SandboxUnavailable(str(answer.get("unavailable") or answer.get("error") or "the worker sent no report"))
-    return CheckReport.model_validate(answer["report"])
+    if answer.report is None:
+        raise SandboxUnavailable(answer.unavailable or answer.error or "the worker sent no report")
+    return CheckReport.model_validate(answer.report)
 
 
 def _remote_run(dispatcher: Any, timeout_s: float, problem: LoadedProblem, request: RunRequest) -> RunPublic:
-    from grader.queue.celery_app import RUN_TASK, RemoteTimeout, RemoteUnavailable
+    from grader.queue.celery_app import RemoteTimeout, RemoteUnavailable
 
-    payload = {"problem_id": problem.id, "version": problem.version, "request": request.model_dump(mode="json")}
+    call = RunCall(problem_id=problem.id, version=problem.version, request=request.model_dump(mode="json"))
     try:
-        answer = dispatcher.call(RUN_TASK, payload, timeout_s)
+        answer = dispatcher.call(RUN_TASK, call, timeout_s)
     except RemoteTimeout:
         raise Refused(504, f"no worker ran it within {timeout_s:g} s; try again") from None
     except RemoteUnavailable as exc:
         raise Refused(503, f"cannot run now: {exc}", headers={"Retry-After": "5"}) from None
-    if "run" in answer:
-        return RunPublic.model_validate(answer["run"])
-    if "refused" in answer:
-        status, detail = answer["refused"]
-        raise Refused(int(status), str(detail), headers={"Retry-After": "5"} if status == 503 else None)
-    raise Refused(503, f"the run failed on the worker: {answer.get('error', '?')}", headers={"Retry-After": "5"})
+    if answer.run is not None:
+        return RunPublic.model_validate(answer.run)
+    if answer.refused is not None:
+        status, detail = answer.refused.status, answer.refused.detail
+        raise Refused(status, detail, headers={"Retry-After": "5"} if status == 503 else None)
+    raise Refused(503, f"the run failed on the worker: {answer.error or '?'}", headers={"Retry-After": "5"})

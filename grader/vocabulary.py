@@ -1,5 +1,5 @@
 """The verdict vocabulary, one table per vocabulary: every status with its words, tone, icon and meaning, read
-by the report page (web/report.py), the command line (client.py), the problem check (problems/check_steps.py)
+by the report page (web/report.py), the command line (client.py), the problem check (problems/check/steps.py)
 and the verdict's arithmetic (grading/verdict.py). A new status is one member and one row here; the tests in
 tests/unit/test_vocabulary.py refuse a member without its row. Stdlib only (the CLI imports it too).
 """

@@ -57,6 +57,11 @@ class SandboxLost(Exception):
         self.during_test = during_test
 
 
+class NoSandboxFree(SandboxLost):
+    """No warm sandbox came free in time (pool.py acquire): nothing was lost. A kind of SandboxLost so that
+    whoever handles a failed hand-out handles both alike; its own name for logs and for those who tell them apart."""
+
+
 class SandboxProtocolError(SandboxLost):
     """The sandbox sent bytes that break the frame format."""
 

@@ -19,7 +19,7 @@ import time
 import docker
 
 from grader.config import Settings
-from grader.containers.container import LABEL, SandboxContainer, SandboxLost, owner_label
+from grader.containers.container import LABEL, NoSandboxFree, SandboxContainer, SandboxLost, owner_label
 from grader.containers.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,8 @@ class SandboxPool:
             try:
                 container = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise SandboxLost(f"no warm sandbox within {timeout:.0f}s: {self.last_error or 'pool busy'}") from None
+                busy = self.last_error or "pool busy"
+                raise NoSandboxFree(f"no warm sandbox within {timeout:.0f}s: {busy}") from None
             if container.alive():
                 break
             # A container that died while idle fails its health check: replace it, take the next.

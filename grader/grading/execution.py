@@ -21,6 +21,7 @@ from grader.containers.protocol import Job, JobTest, Limits, LoadHeader, Outcome
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
+from sandbox.runner.messages import memory_switches
 
 log = logging.getLogger(__name__)
 
@@ -167,10 +168,14 @@ def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int |
 
 def job_bound_s(problem: ProblemSpec, settings: Settings) -> float:
     """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
-    return settings.load_time_s + sum(limits.time_s + 1.0 for limits in problem.test_limits) + 15.0
+    limits = problem.test_limits
+    # The first load, then what the runner lets fresh children take to load again (messages.py
+    # Job.reload_budget_s: one load per change of memory between tests, one for reloads after a crash).
+    loads = 2 + memory_switches(limits)
+    return loads * settings.load_time_s + sum(test.time_s + 1.0 for test in limits) + 15.0
 
 
-OnTest = Callable[[int, int, TestRun], None]  # (attempt, test index, its run)
+OnTest = Callable[[int, int, TestRun], None]  # (container_no, test index, its run)
 
 
 def run_module(
@@ -182,20 +187,20 @@ def run_module(
     seed: int | None = None,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
-    can be had. on_test hears each test as it lands, with the attempt it belongs to (a second
-    container starts the tests again)."""
+    can be had. on_test hears each test as it lands, with the number of the container it ran in (0; 1 when
+    the first was lost: a second container starts the tests again)."""
     job = build_job(problem, source, settings, seed)
     lost: list[SandboxLost] = []
     tests: dict[int, TestRun] = {}
-    for attempt in range(CONTAINERS_PER_MODULE):
+    for container_no in range(CONTAINERS_PER_MODULE):
         tests = {}
 
-        def landed(header: TestHeader, body: bytes, attempt: int = attempt, tests: dict = tests) -> None:
+        def landed(header: TestHeader, body: bytes, container_no: int = container_no, tests: dict = tests) -> None:
             run = TestRun(header, body)
             tests[header.index] = run
             if on_test is not None:
                 try:
-                    on_test(attempt, header.index, run)
+                    on_test(container_no, header.index, run)
                 except Exception:  # a listener's failure must not cost the run
                     log.exception("a listener of test %d failed", header.index + 1)
 
@@ -211,7 +216,7 @@ def run_module(
             reusable = True  # once the runner says it cleaned up after the job (the pool waits for that)
         except SandboxLost as exc:
             log.warning(
-                "sandbox %s lost (container %d of %d): %s", container.name, attempt + 1, CONTAINERS_PER_MODULE, exc
+                "sandbox %s lost (container %d of %d): %s", container.name, container_no + 1, CONTAINERS_PER_MODULE, exc
             )
             lost.append(exc)
             continue

@@ -65,11 +65,11 @@ class Grader:
                 status=Status.INTERNAL_ERROR, message=f"the judge could not run the problem's reference: {exc}"
             )
         results: dict[int, TestResult] = {}
-        current = [0]  # the attempt whose results these are: a second container starts the tests again
+        current = [0]  # the container whose results these are: a second container starts the tests again
 
-        def landed(attempt: int, index: int, run: TestRun) -> None:
-            if attempt != current[0]:
-                current[0] = attempt
+        def landed(container_no: int, index: int, run: TestRun) -> None:
+            if container_no != current[0]:
+                current[0] = container_no
                 results.clear()
             with phases.timed("compare"):
                 result = self.judge.test(problem, expected, index, run)

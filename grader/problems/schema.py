@@ -23,7 +23,7 @@ class Limits(Strict):
     """A problem's limits for each of its tests, or one test's own: a limit a test leaves out is the
     problem's, and one the problem leaves out the server's default (GRADER_DEFAULT_*)."""
 
-    time_s: float | None = Field(None, gt=0, le=60, description="wall-clock seconds per test")
+    time_s: float | None = Field(None, ge=0.001, le=60, description="wall-clock seconds per test")
     memory_mb: int | None = Field(None, ge=64, le=16384, description="memory of the process running the tests")
     output_kb: int | None = Field(None, ge=1, le=65536, description="what a test may print (stdout and stderr)")
 

@@ -40,3 +40,6 @@ class Dispatcher(Protocol):
     @property
     def depth(self) -> int:
         """Submissions waiting for a grader."""
+
+    def broker_error(self) -> str | None:
+        """None when what carries submissions to graders answers (always, in process), else why not."""

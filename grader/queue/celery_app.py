@@ -33,8 +33,10 @@ from typing import Any
 
 import redis
 from celery import Celery, Task
+from pydantic import BaseModel, ValidationError
 
 from grader.config import Settings
+from grader.queue.calls import ANSWERS, CHECK_TASK, REQUESTS, RUN_TASK, Answer
 from grader.storage import crud, lease_data
 from grader.storage.db import Database
 
@@ -51,13 +53,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 GRADE_TASK = "torchjudge.grade"
-CHECK_TASK = "torchjudge.check_problem"
-RUN_TASK = "torchjudge.run"
 RETRY_CAP_S = 60
 REPLY_TTL_S = 60  # an answer nobody took (its caller gave up) is dropped by Redis after this long
 PROGRESS = "progress"  # the mark of a relayed change that cannot be the verdict
 
-Call = Callable[[dict[str, Any]], dict[str, Any]]
+Call = Callable[[Any], Answer]  # a worker's answer to one call: its request model in (queue/calls.py), its answer out
 Reply = Callable[[str, dict[str, Any]], None]
 
 
@@ -100,7 +100,7 @@ def make_celery(
         worker_send_task_events=False,
     )
 
-    @app.task(name=GRADE_TASK, bind=True, max_retries=None)  # type: ignore[untyped-decorator]
+    @app.task(name=GRADE_TASK, bind=True, max_retries=None, shared=False)  # type: ignore[untyped-decorator]
     def grade(task: Task, submission_id: str) -> None:
         if handler is None:
             raise RuntimeError("the grading task runs only in `grader worker`")
@@ -119,7 +119,7 @@ def make_celery(
 
 
 def _register_call(app: Celery, name: str, call: Call | None, reply: Reply | None) -> None:
-    @app.task(name=name, acks_late=False)  # type: ignore[untyped-decorator]
+    @app.task(name=name, acks_late=False, shared=False)  # type: ignore[untyped-decorator]
     def answer(payload: dict[str, Any], reply_to: str, deadline: float) -> None:
         if call is None or reply is None:
             raise RuntimeError(f"{name} runs only in `grader worker`")
@@ -127,11 +127,11 @@ def _register_call(app: Celery, name: str, call: Call | None, reply: Reply | Non
             log.info("%s dropped: its caller stopped waiting", name)
             return
         try:
-            result = call(payload)
+            result = call(REQUESTS[name].model_validate(payload))
         except Exception as exc:  # the caller gets an answer, whatever failed here
             log.exception("%s failed", name)
-            result = {"error": f"{type(exc).__name__}: {exc}"}
-        reply(reply_to, result)
+            result = ANSWERS[name](error=f"{type(exc).__name__}: {exc}"[:2000])
+        reply(reply_to, result.model_dump(mode="json"))
 
 
 class CeleryDispatcher:
@@ -209,11 +209,12 @@ class CeleryDispatcher:
         return None
 
     # -- calls: a task answered on a Redis list ----------------------------------------------------------
-    def call(self, name: str, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Sends a call to the workers and waits up to timeout_s for its answer. Raises RemoteTimeout,
-        RemoteUnavailable."""
+    def call(self, name: str, request: BaseModel, timeout_s: float) -> Answer:
+        """Sends a call (a request of queue/calls.py) to the workers and waits up to timeout_s for its answer,
+        of that call's answer model. Raises RemoteTimeout, RemoteUnavailable."""
         reply_to = f"{self.settings.celery_queue}:reply:{uuid.uuid4().hex}"
         deadline = time.time() + timeout_s
+        payload = request.model_dump(mode="json")
         try:
             self.app.send_task(
                 name, args=[payload, reply_to, deadline], queue=self.settings.celery_queue, expires=timeout_s
@@ -227,7 +228,10 @@ class CeleryDispatcher:
             except redis.RedisError as exc:
                 raise RemoteUnavailable(f"the broker does not answer: {exc}") from exc
             if item is not None:
-                return json.loads(item[1])  # type: ignore[no-any-return]
+                try:
+                    return ANSWERS[name].model_validate_json(item[1])
+                except ValidationError:
+                    return ANSWERS[name](error="the worker's answer is not one this call has")
         raise RemoteTimeout(f"no worker answered within {timeout_s:g} s")
 
     def _reply(self, reply_to: str, result: dict[str, Any]) -> None:

@@ -54,7 +54,7 @@ class ProgressWriter:
     """Stores tests as they land, batched: at most one commit per PROGRESS_INTERVAL_S, so a fast
     submission costs one write at the end while a slow one still shows each test soon after it
     finishes (a flush is due when no further test lands in time). Keyed by test
-    index, so a retried attempt overwrites what an earlier one had stored."""
+    index, so a test run again in a second container overwrites what the first had stored."""
 
     def __init__(self, db: Database, notifier: Notifier, submission_id: str) -> None:
         self.db = db

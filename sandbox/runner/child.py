@@ -375,5 +375,5 @@ class Child:
                 self.kill()
                 return error(f"unexpected message during {phase}", "Protocol"), b""
             self._drain_output()
-            return Report.from_child(header, ALLOWED[kind]), body
+            return Report.from_child(header, ALLOWED[kind], indexed=kind == protocol.CHILD_RESULT), body
         return None

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise, takewhile
 
 from .protocol import (
     MAX_ENTRY_POINTS,
@@ -24,6 +26,7 @@ from .protocol import (
     MAX_TRACEBACK,
     MIN_MEMORY_MB,
     MIN_RESULT_BYTES,
+    MIN_TEST_TIME_S,
     SETTING_NAMES,
     FrameError,
     Outcome,
@@ -34,8 +37,12 @@ from .protocol import (
 
 # -- the job (grader -> runner) ----------------------------------------------------------------------
 def _number(value: object, low: float, high: float, what: str, integer: bool = False) -> None:
+    """An int (or, unless `integer`, a finite float) within [low, high]; compared as it is, never converted
+    (a 400-digit integer is out of range, not an OverflowError)."""
     kinds = (int,) if integer else (int, float)
-    if type(value) not in kinds or not math.isfinite(value) or not low <= value <= high:  # type: ignore[arg-type]
+    if type(value) not in kinds or (type(value) is float and not math.isfinite(value)):
+        raise FrameError(f"malformed job: {what}")
+    if not low <= value <= high:  # type: ignore[operator]
         raise FrameError(f"malformed job: {what}")
 
 
@@ -43,6 +50,11 @@ def _text(value: object, what: str) -> str:
     if type(value) is not str:
         raise FrameError(f"malformed job: {what}")
     return value
+
+
+def memory_switches(limits: Sequence[object]) -> int:
+    """How many tests have a memory other than the test's before them: each starts a fresh child."""
+    return sum(1 for before, after in pairwise(limits) if before.memory_mb != after.memory_mb)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,9 @@ class Limits:
     output_kb: int
 
     def __post_init__(self) -> None:
+        _number(self.time_s, MIN_TEST_TIME_S, MAX_TEST_TIME_S, "time_s")
         if type(self.time_s) is int:
             object.__setattr__(self, "time_s", float(self.time_s))
-        _number(self.time_s, 1e-3, MAX_TEST_TIME_S, "time_s")
         _number(self.memory_mb, MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, "memory_mb", integer=True)
         _number(self.output_kb, 1, MAX_OUTPUT_KB, "output_kb", integer=True)
 
@@ -118,15 +130,22 @@ class Job:
                 JobTest(code=test["code"], seed=test["seed"], limits=Limits(**test["limits"])) for test in raw["tests"]
             )
             return cls(**{**raw, "tests": tests})
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise FrameError(f"malformed job: {type(exc).__name__}") from None
+
+    def reload_budget_s(self) -> float:
+        """How long the fresh children of this job may take to load the module again, in all: one load's time
+        for each change of memory between tests (each needs a child of its own), and one more for the reloads
+        after tests that end their process. Past it, the tests left are errors (runner.py); the trusted side's
+        bound on the whole job counts the same (grader/grading/execution.py job_bound_s)."""
+        return (1 + memory_switches([test.limits for test in self.tests])) * self.load_time_s
 
     def for_child(self, first: int) -> ChildJob:
         """A child's share of the job, for the tests from `first` on that it may run (never their code: it
         gets each test when it runs): the memory it is confined to is that test's, and so is every test's
         it runs (runner.py starts a fresh child where a test's memory differs)."""
         tests = self.tests[first:]
-        runs = [test for test in tests if test.limits.memory_mb == tests[0].limits.memory_mb]
+        runs = list(takewhile(lambda test: test.limits.memory_mb == tests[0].limits.memory_mb, tests))
         # The CPU time the child may use in all, a backstop to the runner's own clock on each test.
         cpu_s = sum(test.limits.time_s for test in runs) + 2 * max(t.limits.time_s for t in runs) + self.load_time_s + 5
         return ChildJob(
@@ -221,9 +240,9 @@ class Report:
         return header
 
     @classmethod
-    def from_child(cls, header: dict, allowed: tuple[Outcome, ...]) -> Report:
+    def from_child(cls, header: dict, allowed: tuple[Outcome, ...], indexed: bool = False) -> Report:
         """A child's header, re-read: only known fields, each of its type and within its bound; a status
-        outside `allowed` is an error."""
+        outside `allowed` is an error; `index` only for a test's result (`indexed`), never a load's."""
         status = header.get("status")
         report = cls(Outcome(status) if type(status) is str and status in allowed else Outcome.ERROR)
         for key, limit in _TEXT_FIELDS:
@@ -237,7 +256,7 @@ class Report:
         if type(changed) is list:
             report.settings_changed = [name for name in SETTING_NAMES if name in changed]
         index = header.get("index")
-        if type(index) is int and 0 <= index < MAX_TESTS:
+        if indexed and type(index) is int and 0 <= index < MAX_TESTS:
             report.index = index
         return report
 

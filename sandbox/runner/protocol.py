@@ -86,7 +86,7 @@ MAX_LINE = 10**6
 MAX_TIME_MS = 10**7
 MAX_MEMORY_MB = 1 << 20  # a test's peak resident memory, as the runner measured it
 MAX_SEED = 2**63 - 1
-MAX_TEST_TIME_S = 600
+MIN_TEST_TIME_S, MAX_TEST_TIME_S = 0.001, 600
 MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB = 16, 1 << 20
 MAX_OUTPUT_KB = 1 << 20
 MAX_ENTRY_POINTS = 64
@@ -168,6 +168,24 @@ def bounded_text(text: str, limit: int) -> str:
     if text.isascii():
         return text.replace("\x00", "\ufffd")
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
+# The fields of a report cut first when its header would be over MAX_HEADER_BYTES as encoded: a cap in
+# characters is not one in bytes (JSON writes a character outside ASCII as up to 12 bytes).
+SHRINKABLE = ("traceback", "output", "message", "error_type")
+
+
+def fit_header(header: dict) -> dict:
+    """The header, its longest texts halved until it encodes within MAX_HEADER_BYTES (with room to spare)."""
+    budget = MAX_HEADER_BYTES - 1024
+    for key in SHRINKABLE:
+        while len(json.dumps(header, separators=(",", ":"))) > budget and isinstance(header.get(key), str):
+            text = header[key]
+            if len(text) <= len(TRUNCATED):
+                header = {name: value for name, value in header.items() if name != key}
+                break
+            header = {**header, key: bounded_text(text, len(text) // 2)}
+    return header
 
 
 def encode(kind: bytes, header: dict, body: bytes = b"") -> bytes:

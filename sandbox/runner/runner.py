@@ -81,6 +81,7 @@ class Runner:
         os.close(devnull)
         self.spare: Child | None = None
         self.held = bytearray()  # frames not yet written (emit's hold)
+        self.reload_left = 0.0  # seconds the current job's fresh children may still take to load (run_job)
 
     def emit(self, kind: bytes, header: dict, body: bytes = b"", hold: bool = False) -> None:
         """Writes a frame, after any held ones. hold=True keeps it back for a moment (a test's result, while
@@ -88,7 +89,7 @@ class Runner:
         (each write is a trip through the container engine). What is held goes out with the next frame
         written, once the child has been waited on for HOLD_S, or as soon as it does not take a command at
         once: never later than HOLD_S after the runner starts waiting."""
-        self.held += protocol.encode(kind, header, body)
+        self.held += protocol.encode(kind, protocol.fit_header(header), body)
         if not hold or len(self.held) >= HOLD_BYTES:
             self.flush()
 
@@ -102,8 +103,12 @@ class Runner:
         return spare if spare is not None else Child(self.forker)
 
     def _load(self, proc: Child, job: Job, first: int, oom_before: int) -> Report:
-        """Loads the submission in this child, for the tests from `first` on (their memory is its own)."""
-        deadline = time.monotonic() + job.load_time_s
+        """Loads the submission in this child, for the tests from `first` on (their memory is its own). A load
+        again (first > 0) has what is left of the job's reload budget, at most one load's time."""
+        allowed = job.load_time_s if first == 0 else min(job.load_time_s, self.reload_left)
+        if allowed <= 0:
+            return Report(Outcome.TIMEOUT, message="the job's time for loading the module again is spent")
+        deadline = time.monotonic() + allowed
         not_ready = proc.await_ready(deadline, oom_before, "loading")  # a child forked for this job: warming up
         if not_ready is not None:
             if first == 0:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
@@ -119,12 +124,17 @@ class Runner:
 
     def run_job(self, job: Job) -> None:
         next_index = 0
+        self.reload_left = job.reload_budget_s()
         while True:
+            if next_index > 0:
+                self.flush()  # what is held goes out before a fresh child loads (never later than HOLD_S)
             proc = self.take_child()
             try:
                 oom_before = cleanup.oom_kills()
                 started = time.monotonic()
                 report = self._load(proc, job, next_index, oom_before)
+                if next_index > 0:
+                    self.reload_left -= time.monotonic() - started
                 if next_index == 0:
                     header = report.header()
                     header["time_ms"] = min(round((time.monotonic() - started) * 1000, 3), protocol.MAX_TIME_MS)
@@ -132,7 +142,8 @@ class Runner:
                     if report.status != Outcome.OK:
                         return
                 elif report.status != Outcome.OK:
-                    message = "the submission failed to load again after a test ended its process"
+                    why = f": {report.message}" if report.message else ""
+                    message = f"the submission failed to load again in a fresh process{why}"
                     for index in range(next_index, len(job.tests)):
                         header = {**Report(Outcome.ERROR, message=message).header(), "index": index, "time_ms": 0}
                         self.emit(protocol.TEST, header)

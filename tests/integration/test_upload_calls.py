@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from grader.app import create_app
 from grader.components import build
 from grader.containers.container import LABEL, owner_label
-from grader.problems.check_report import check_seeds
+from grader.problems.check.report import check_seeds
 from grader.worker import worker_settings
 from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
 from tests.integration.test_admin_api import DOUBLE, TOKEN, scaling_problem

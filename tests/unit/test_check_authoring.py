@@ -1,4 +1,4 @@
-"""The author mistakes `grader problems check` names (grader/problems/check_authoring.py), each with its
+"""The author mistakes `grader problems check` names (grader/problems/check/authoring.py), each with its
 file:line and field, field paths and test numbers both 1-based; scripted sandboxes as in
 test_problem_check.py."""
 
@@ -103,7 +103,7 @@ def test_the_noise_rule_is_relative_to_the_dtype() -> None:
 
     from grader.containers.values import DTYPES, Tensor
     from grader.grading.checkers import get
-    from grader.problems.check_tolerances import with_relative_noise
+    from grader.problems.check.tolerances import with_relative_noise
 
     bf16 = Tensor("bfloat16", np.linspace(0.5, 4.0, 64).astype(DTYPES["bfloat16"]))
     noisy = with_relative_noise({"out": bf16}, seed=3)["out"]

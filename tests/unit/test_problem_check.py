@@ -1,4 +1,4 @@
-"""grader/problems/check.py without Docker: the checker's judgement, driven by scripted sandbox results.
+"""grader/problems/check/run.py without Docker: the checker's judgement, driven by scripted sandbox results.
 
 The sandbox is the one edge faked here: a scripted container answers each job with the frames a
 real runner would send for that module (values built byte by byte, as in tests/unit/conftest.py).
@@ -20,8 +20,8 @@ from grader.containers.protocol import LoadHeader
 from grader.containers.protocol import TestHeader as RunnerTestHeader
 from grader.containers.values import Opaque, Tensor
 from grader.problems.check import CheckReport, CheckStep, ProblemChecker, SandboxUnavailable, StepStatus
-from grader.problems.check_report import numbers
-from grader.problems.check_tolerances import has_floats, with_relative_noise, zeros_like_floats
+from grader.problems.check.report import numbers
+from grader.problems.check.tolerances import has_floats, with_relative_noise, zeros_like_floats
 from grader.problems.registry import parse_problem
 
 SOURCE = "tiny.yaml"
@@ -523,7 +523,7 @@ def test_rounds_that_would_pass_the_time_budget_are_not_started(
     settings, tiny, problem_yaml, make_body, mutate, monkeypatch
 ) -> None:
     """A round takes 10 s on a clock that only the check reads: with 35 s, three rounds fit, not a fourth."""
-    import grader.problems.check as check_module
+    import grader.problems.check.run as check_module
 
     problem, script = tiny
     now = [1000.0]

@@ -535,7 +535,7 @@ def test_each_tests_limits_are_resolved_once_at_load() -> None:
     ("limits", "words"),
     [
         ("{memory_mb: 8192}", "more than this server gives a test"),
-        ("{time_s: 0}", "greater than 0"),
+        ("{time_s: 0}", "greater than or equal to 0.001"),
         ("{memory_mb: 32}", "greater than or equal to 64"),
         ("{cpu_s: 1}", "Extra inputs are not permitted"),
     ],
@@ -545,3 +545,14 @@ def test_a_tests_limits_out_of_bounds_are_refused_with_their_line(limits: str, w
     with pytest.raises(ProblemError) as info:
         Registry(DEFAULTS, max_memory_mb=4096).parse(text, "limited.yaml")
     assert words in str(info.value) and "limited.yaml:15" in str(info.value), str(info.value)
+
+
+def test_the_trusted_sides_bound_on_a_job_counts_a_load_for_each_change_of_memory() -> None:
+    from grader.config import Settings
+    from grader.grading.execution import job_bound_s
+
+    registry = Registry(DEFAULTS, max_memory_mb=4096)
+    plain = registry.make(registry.parse(LIMITED.replace("    limits: {memory_mb: 2048}\n", ""), "limited.yaml"))
+    switching = registry.make(registry.parse(LIMITED, "limited.yaml"))  # 1024, 2048, 1024: two reloads
+    settings = Settings(load_time_s=7.0)
+    assert job_bound_s(switching, settings) == pytest.approx(job_bound_s(plain, settings) + 2 * 7.0)

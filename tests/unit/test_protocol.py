@@ -154,7 +154,8 @@ def test_a_childs_report_is_reread_within_its_bounds() -> None:
     assert len(report.message or "") == runner_side.MAX_MESSAGE and report.traceback is None
     assert report.line is None and report.index is None and report.settings_changed == ["grad mode"]
     assert set(report.header()) == {"status", "message", "settings_changed"}
-    ok = Report.from_child({"status": "ok", "index": 3, "line": 4}, CHILD_TEST_OUTCOMES)
+    ok = Report.from_child({"status": "ok", "index": 3, "line": 4}, CHILD_TEST_OUTCOMES, indexed=True)
+    assert Report.from_child({"status": "ok", "index": 3}, LOAD_OUTCOMES).index is None  # never a load's
     assert (ok.status, ok.index, ok.line) == (Outcome.OK, 3, 4)
     assert Report.from_child({"status": "compile_error"}, LOAD_OUTCOMES).status is Outcome.COMPILE_ERROR
     assert Report.from_child({"status": "compile_error"}, CHILD_TEST_OUTCOMES).status is Outcome.ERROR

@@ -242,3 +242,35 @@ def test_the_runner_its_children_and_the_contract_import_without_torch_and_never
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names.append(node.module or "")
             assert not any(name.split(".")[0] in ("grader", "pydantic", "tests") for name in names), path
+
+
+def test_loads_again_share_one_budget_so_a_crashing_module_cannot_outlast_the_graders_bound(host: HostRunner) -> None:
+    """Each test ends its process and the module takes 0.4 s to load: fresh children load it again until the
+    job's reload budget (one load's time here: messages.py Job.reload_budget_s) is spent; the tests left
+    are errors, and the job ends within what the trusted side waits for (execution.py job_bound_s)."""
+    import time
+
+    started = time.monotonic()
+    done = host.run(job("import time\ntime.sleep(0.4)\n" + MODULE, *["os._exit(1)"] * 8, load_time_s=1.0))
+    elapsed = time.monotonic() - started
+    assert done.statuses() == ["error"] * 8
+    assert "exited (code 1)" in done.tests[0].header.message  # type: ignore[union-attr]
+    assert "failed to load again" in done.tests[-1].header.message  # type: ignore[union-attr]
+    assert elapsed < 0.4 + 1.0 + 1.5, elapsed  # the first load, the budget, and slack
+
+
+def test_held_results_go_out_before_a_fresh_child_loads(host: HostRunner) -> None:
+    """Quick results are held for a moment, never through a fresh child's load: the first test's result
+    arrives before the slow reload that the next test's memory needs."""
+    import time
+
+    source = "import time\nif JOB.memory_mb > 256:\n    time.sleep(1.5)\n" + MODULE
+    os.write(
+        host.to_w,
+        protocol.encode(protocol.JOB, {}, job(source, "result = 1", "result = 2", memory_mb=[256, 512]).payload()),
+    )
+    started = time.monotonic()
+    assert host.next_frame(10).kind == protocol.LOAD
+    first = host.next_frame(10)
+    assert first.kind == protocol.TEST and time.monotonic() - started < 1.0
+    assert host.next_frame(10).kind == protocol.TEST and host.next_frame(10).kind == protocol.DONE

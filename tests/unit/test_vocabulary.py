@@ -33,7 +33,7 @@ def test_final_is_every_status_but_queued_and_running() -> None:
 
 def test_one_table_holds_every_status_and_every_reader_takes_its_words_from_it() -> None:
     from grader import client, vocabulary
-    from grader.problems import check_steps
+    from grader.problems.check import steps as check_steps
 
     assert set(vocabulary.SUBMISSION) == set(Status) and set(vocabulary.TEST) == set(verdict.TestStatus)
     for status, words in vocabulary.TEST.items():

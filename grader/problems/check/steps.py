@@ -14,8 +14,8 @@ from grader.grading.hints import matching_pitfall, why_no_hint
 from grader.grading.judge import Expected, compare
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import Status, TestStatus, Verdict
-from grader.problems.check_report import CheckStep, StepStatus, numbers
-from grader.problems.locate import Locator
+from grader.problems.check.locate import Locator
+from grader.problems.check.report import CheckStep, StepStatus, numbers
 
 SLOW_FRACTION = 0.5  # a reference test using more of its time limit than this is flagged
 LARGE_OUTPUT = 1024 * 1024

@@ -10,7 +10,7 @@ from typing import Any
 from grader.containers.values import Opaque
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
-from grader.problems.locate import Locator
+from grader.problems.check.locate import Locator
 
 # What a type the judge cannot compare is usually meant to be, by the name the sandbox sends.
 INSTEAD = {

@@ -12,9 +12,9 @@ from grader.grading.execution import ModuleRun
 from grader.grading.judge import Expected, judge_module
 from grader.grading.selection import Selection
 from grader.grading.verdict import Status, TestStatus
-from grader.problems.check_report import CheckStep, StepStatus
-from grader.problems.check_steps import KIND, load_message, runner_message
-from grader.problems.locate import Locator
+from grader.problems.check.locate import Locator
+from grader.problems.check.report import CheckStep, StepStatus
+from grader.problems.check.steps import KIND, load_message, runner_message
 
 CODE = ("custom_test", "code")
 TEST_LINE = re.compile(r'File "<test 1>", line (\d+)')

@@ -33,9 +33,10 @@ from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.selection import one_test
-from grader.problems.check_authoring import file_findings, reference_findings
-from grader.problems.check_custom import custom_step
-from grader.problems.check_report import (
+from grader.problems.check.authoring import file_findings, reference_findings
+from grader.problems.check.custom import custom_step
+from grader.problems.check.locate import Locator
+from grader.problems.check.report import (
     SEEDS_CHECKED,
     STEPS,
     CheckReport,
@@ -44,15 +45,14 @@ from grader.problems.check_report import (
     check_seeds,
     merge_steps,
 )
-from grader.problems.check_steps import (
+from grader.problems.check.steps import (
     alternatives_step,
     determinism_step,
     pitfalls_step,
     reference_step,
     starter_step,
 )
-from grader.problems.check_tolerances import tolerance_step
-from grader.problems.locate import Locator
+from grader.problems.check.tolerances import tolerance_step
 from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
 
 log = logging.getLogger(__name__)

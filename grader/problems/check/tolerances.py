@@ -13,8 +13,8 @@ from grader.containers.values import EPS, FLOAT_DTYPES, Tensor
 from grader.grading.compare import EPS_MULTIPLE
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
-from grader.problems.check_report import CheckStep, StepStatus
-from grader.problems.locate import Locator
+from grader.problems.check.locate import Locator
+from grader.problems.check.report import CheckStep, StepStatus
 
 NOISE = 0.01
 
