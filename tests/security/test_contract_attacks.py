@@ -24,7 +24,7 @@ from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemErro
 from sandbox.runner import protocol
 from sandbox.runner.messages import Job, JobTest, Limits, Report
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, FrameError, Outcome
-from tests.unit.runner_harness import HostRunner, job
+from tests.unit.runner_harness import HostRunner, job, shared_runner
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,11 +32,16 @@ MODULE = "def f(x):\n    return x * 2\n"
 FORGE = "from sandbox.runner import protocol as p\n"
 
 
+@pytest.fixture(scope="module")
+def _runners() -> Iterator[list[HostRunner]]:
+    holder = [HostRunner()]
+    yield holder
+    holder[0].close()
+
+
 @pytest.fixture
-def host() -> Iterator[HostRunner]:
-    runner = HostRunner()
-    yield runner
-    runner.close()
+def host(_runners: list[HostRunner]) -> HostRunner:
+    return shared_runner(_runners)
 
 
 def _reloading_slowly(marker: Path, sleep_s: float) -> str:
@@ -95,7 +100,7 @@ def test_results_are_not_held_back_while_a_fresh_child_loads(host: HostRunner, t
     runner starts waiting"; but at a memory switch the runner waits for the fresh child (await_ready, the
     load) with no idle flush, so both wait for the whole reload (here 3 s)."""
     source = _reloading_slowly(tmp_path / "loaded", 3.0)
-    os.write(host.to_w, encode_job(job(source, "result = 1", "result = 2", memory_mb=[256, 1024])))
+    os.write(host.to_w, encode_job(job(source, "result = 1", "result = 2", memory_mb=[4096, 16384])))
     sent = time.monotonic()
     load = host.next_frame(20)
     load_at = time.monotonic() - sent
@@ -115,7 +120,7 @@ def test_quick_tests_that_switch_memory_do_not_lose_a_correct_solutions_sandbox(
     load_time_s, reload_s, count = 2.0, 1.8, 8
     source = _reloading_slowly(tmp_path / "loaded", reload_s)
     codes = ["result = f(INDEX)"] * count
-    memories = [256 if index % 2 == 0 else 512 for index in range(count)]
+    memories = [4096 if index % 2 == 0 else 8192 for index in range(count)]
     os.write(host.to_w, encode_job(job(source, *codes, memory_mb=memories, load_time_s=load_time_s)))
     sent = time.monotonic()
     load = host.next_frame(60)
@@ -129,15 +134,15 @@ def test_every_test_switching_memory_gets_a_child_each_and_one_load_report(host:
     """Defence that holds: no test run twice or lost, the LOAD once, each child confined to its test's memory,
     and a timeout in the middle skips the rest, across children."""
     code = "result = f'{JOB.memory_mb} {os.getpid()}'"
-    done = host.run(job(MODULE, code, code, code, code, memory_mb=[256, 512, 256, 1024]))
+    done = host.run(job(MODULE, code, code, code, code, memory_mb=[4096, 8192, 4096, 16384]))
     assert done.statuses() == ["ok"] * 4
     memories, pids = zip(*(frame.body.decode().split() for frame in done.tests), strict=True)
-    assert memories == ("256", "512", "256", "1024") and len(set(pids)) == 4
+    assert memories == ("4096", "8192", "4096", "16384") and len(set(pids)) == 4
     codes = ("result = 1", "time.sleep(30)", "result = 3", "result = 4")
-    skipped = host.run(job(MODULE, *codes, memory_mb=[256, 512, 512, 256], time_s=0.3, skip_after_timeout=True))
+    skipped = host.run(job(MODULE, *codes, memory_mb=[4096, 8192, 8192, 4096], time_s=0.3, skip_after_timeout=True))
     assert skipped.statuses() == ["ok", "timeout", "skipped", "skipped"]
     assert [frame.header.index for frame in skipped.tests] == [0, 1, 2, 3]  # type: ignore[union-attr]
-    ran = host.run(job(MODULE, *codes, memory_mb=[256, 512, 512, 256], time_s=0.3))
+    ran = host.run(job(MODULE, *codes, memory_mb=[4096, 8192, 8192, 4096], time_s=0.3))
     assert ran.statuses() == ["ok", "timeout", "ok", "ok"] and ran.done.header.clean  # type: ignore[union-attr]
 
 

@@ -11,14 +11,17 @@ side of the contract: it runs the job's source as a module and each test's code 
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from grader.containers.frames import Frame, FrameDecoder, encode_job
 from grader.containers.protocol import DONE, HELLO, LOAD, TEST
@@ -27,6 +30,7 @@ from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report, Test
 from sandbox.runner.protocol import Outcome
 
 ChildMain = Callable[[int, int, int], None]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
@@ -70,6 +74,11 @@ def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         send(protocol.CHILD_RESULT, report.header(), value)
+
+
+def never_ready_child(cmd_r: int, res_w: int, out_w: int) -> None:
+    """A child that never says it is ready (it hangs in its warm-up)."""
+    time.sleep(60)
 
 
 def _close_others(keep: set[int]) -> None:
@@ -147,35 +156,41 @@ class Exchange:
         return [frame.header.status.value for frame in self.tests]  # type: ignore[union-attr]
 
 
+def serve(main: ChildMain, ready_wait_s: float) -> None:
+    """The runner's process (python -m tests.unit.runner_harness): stdin and stdout are its frame channel."""
+    os.setpgid(0, 0)
+    forker = ScriptedForker(main)
+    cleanup.kill_others = forker.kill_others  # type: ignore[assignment]
+    cleanup.clean_container = forker.clean  # type: ignore[assignment]
+    cleanup.oom_kills = lambda: 0  # type: ignore[assignment]
+    cleanup.submission_tasks = lambda: len(forker.live)  # type: ignore[assignment]
+    runner.READY_WAIT_S = ready_wait_s
+    runner.Runner(forker, torch_version="none").serve()  # type: ignore[arg-type]
+
+
 class HostRunner:
-    """A runner in a process of its own (its stdout is its frame channel), serving jobs from this test."""
+    """A runner in a process of its own (its stdout is its frame channel), serving jobs from this test. It is
+    started afresh (fork and exec), never forked from the test's process, whose other threads (a service's,
+    in a whole run) could hold a lock at the fork that the copy would wait on for ever."""
 
     def __init__(self, main: ChildMain = scripted_child, ready_wait_s: float = 3.0) -> None:
-        to_r, self.to_w = os.pipe()
-        self.from_r, from_w = os.pipe()
         self.log = tempfile.TemporaryFile()
-        self.pid = os.fork()
-        if self.pid == 0:
-            try:
-                os.setpgid(0, 0)
-                os.dup2(to_r, 0)
-                os.dup2(from_w, 1)
-                os.dup2(self.log.fileno(), 2)
-                _close_others({0, 1, 2})
-                forker = ScriptedForker(main)
-                cleanup.kill_others = forker.kill_others  # type: ignore[assignment]
-                cleanup.clean_container = forker.clean  # type: ignore[assignment]
-                cleanup.oom_kills = lambda: 0  # type: ignore[assignment]
-                cleanup.submission_tasks = lambda: len(forker.live)  # type: ignore[assignment]
-                runner.READY_WAIT_S = ready_wait_s
-                runner.Runner(forker, torch_version="none").serve()  # type: ignore[arg-type]
-            finally:
-                os._exit(0)
-        os.close(to_r)
-        os.close(from_w)
+        where = f"{main.__module__}:{main.__qualname__}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.unit.runner_harness", where, str(ready_wait_s)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            bufsize=0,
+            cwd=REPO,
+        )
+        self.pid = self.process.pid
+        self.to_w = self.process.stdin.fileno()  # type: ignore[union-attr]
+        self.from_r = self.process.stdout.fileno()  # type: ignore[union-attr]
         self.decoder = FrameDecoder(max_body=16 << 20)
         self.frames: list[Frame] = []
-        self.hello = self.next_frame(10.0)
+        self.between_jobs = False  # its last frame was HELLO or DONE: ready for the next job
+        self.hello = self.next_frame(20.0)
         assert self.hello.kind == HELLO, self.hello
 
     def next_frame(self, wait_s: float) -> Frame:
@@ -188,7 +203,14 @@ class HostRunner:
             if not data:
                 raise EOFError(f"the runner ended; it said: {self.said()!r}")
             self.frames.extend(self.decoder.feed(data))
-        return self.frames.pop(0)
+        frame = self.frames.pop(0)
+        self.between_jobs = frame.kind in (HELLO, DONE)
+        return frame
+
+    def reusable(self) -> bool:
+        """Alive, between jobs, nothing unread: the next test may use it (else it gets a fresh one)."""
+        pending = select.select([self.from_r], [], [], 0.05)[0]
+        return self.process.poll() is None and self.between_jobs and not self.frames and not pending
 
     def run(self, job: Job, wait_s: float = 20.0) -> Exchange:
         os.write(self.to_w, encode_job(job))
@@ -208,27 +230,34 @@ class HostRunner:
 
     def close(self) -> str:
         """Ends stdin, waits for the runner, takes its process group down; what it said on stderr."""
-        os.close(self.to_w)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
-            time.sleep(0.01)
+        self.process.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except OSError:
             pass
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        os.close(self.from_r)
+        self.process.wait()
+        self.process.stdout.close()  # type: ignore[union-attr]
         return self.said()
+
+
+def shared_runner(holder: list[HostRunner]) -> HostRunner:
+    """The runner a module's tests share (one start-up, not one per test), replaced when a test left it
+    mid-job or ended it."""
+    if not holder[0].reusable():
+        holder[0].close()
+        holder[0] = HostRunner()
+    return holder[0]
 
 
 def job(
     source: str,
     *codes: str,
     time_s: float = 2.0,
-    memory_mb: int | list[int] = 256,
+    memory_mb: int | list[int] = 4096,  # a label the scripted child sees; near it, a timeout is the memory's
     output_kb: int = 64,
     skip_after_timeout: bool = False,
     load_time_s: float = 5.0,
@@ -246,3 +275,8 @@ def job(
         max_result_bytes=1 << 20,
         skip_after_timeout=skip_after_timeout,
     )
+
+
+if __name__ == "__main__":
+    module, _, name = sys.argv[1].partition(":")
+    serve(getattr(importlib.import_module(module), name), float(sys.argv[2]))

@@ -12,18 +12,23 @@ import pytest
 from sandbox.runner import protocol
 from sandbox.runner.messages import Report
 from sandbox.runner.protocol import Outcome
-from tests.unit.runner_harness import HostRunner, job, scripted_child
+from tests.unit.runner_harness import HostRunner, job, never_ready_child, scripted_child, shared_runner
 
 pytestmark = pytest.mark.timeout(120)
 
 MODULE = "def f(x):\n    return x * 2\n"
 
 
+@pytest.fixture(scope="module")
+def _runners() -> Iterator[list[HostRunner]]:
+    holder = [HostRunner()]
+    yield holder
+    holder[0].close()
+
+
 @pytest.fixture
-def host() -> Iterator[HostRunner]:
-    runner = HostRunner()
-    yield runner
-    runner.close()
+def host(_runners: list[HostRunner]) -> HostRunner:
+    return shared_runner(_runners)
 
 
 def _texts(exchange) -> list[str]:  # type: ignore[no-untyped-def]
@@ -132,10 +137,10 @@ def test_each_test_runs_in_a_child_confined_to_its_own_memory(host: HostRunner) 
     """Memory is applied once per process: where a test's limit differs, the runner starts a fresh child
     for it, loaded again, and the tests that share it run in that one."""
     code = "result = f'{JOB.memory_mb} {os.getpid()}'"
-    done = host.run(job(MODULE, code, code, code, code, memory_mb=[256, 256, 1024, 256]))
+    done = host.run(job(MODULE, code, code, code, code, memory_mb=[4096, 4096, 16384, 4096]))
     assert done.statuses() == ["ok"] * 4
     memories, pids = zip(*(text.split() for text in _texts(done)), strict=True)
-    assert memories == ("256", "256", "1024", "256")
+    assert memories == ("4096", "4096", "16384", "4096")
     assert pids[0] == pids[1] and len({pids[1], pids[2], pids[3]}) == 3
 
 
@@ -159,15 +164,9 @@ def test_a_malformed_job_ends_the_runner_saying_why() -> None:
     assert "cannot read a job: FrameError" in host.close()
 
 
-def _never_ready(cmd_r: int, res_w: int, out_w: int) -> None:
-    import time
-
-    time.sleep(60)
-
-
 def test_a_first_child_that_never_gets_ready_ends_the_job_without_a_verdict() -> None:
     """No code of the job ran: the container comes back unclean (the grader replaces it), never a verdict."""
-    host = HostRunner(main=_never_ready, ready_wait_s=0.2)
+    host = HostRunner(main=never_ready_child, ready_wait_s=0.2)
     try:
         os.write(host.to_w, protocol.encode(protocol.JOB, {}, job(MODULE, "result = 1", load_time_s=0.5).payload()))
         done = host.next_frame(15)
@@ -264,10 +263,10 @@ def test_held_results_go_out_before_a_fresh_child_loads(host: HostRunner) -> Non
     arrives before the slow reload that the next test's memory needs."""
     import time
 
-    source = "import time\nif JOB.memory_mb > 256:\n    time.sleep(1.5)\n" + MODULE
+    source = "import time\nif JOB.memory_mb > 4096:\n    time.sleep(1.5)\n" + MODULE
     os.write(
         host.to_w,
-        protocol.encode(protocol.JOB, {}, job(source, "result = 1", "result = 2", memory_mb=[256, 512]).payload()),
+        protocol.encode(protocol.JOB, {}, job(source, "result = 1", "result = 2", memory_mb=[4096, 8192]).payload()),
     )
     started = time.monotonic()
     assert host.next_frame(10).kind == protocol.LOAD
