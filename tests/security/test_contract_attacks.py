@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,24 +23,12 @@ from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemErro
 from sandbox.runner import protocol
 from sandbox.runner.messages import Job, JobTest, Limits, Report
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, FrameError, Outcome
-from tests.unit.runner_harness import HostRunner, job, shared_runner
+from tests.unit.runner_harness import HostRunner, job
 
 pytestmark = pytest.mark.timeout(180)
 
 MODULE = "def f(x):\n    return x * 2\n"
 FORGE = "from sandbox.runner import protocol as p\n"
-
-
-@pytest.fixture(scope="module")
-def _runners() -> Iterator[list[HostRunner]]:
-    holder = [HostRunner()]
-    yield holder
-    holder[0].close()
-
-
-@pytest.fixture
-def host(_runners: list[HostRunner]) -> HostRunner:
-    return shared_runner(_runners)
 
 
 def _reloading_slowly(marker: Path, sleep_s: float) -> str:

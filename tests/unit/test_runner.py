@@ -5,30 +5,17 @@ trusted side accepts: hostile children included."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 
 from sandbox.runner import protocol
 from sandbox.runner.messages import Report
 from sandbox.runner.protocol import Outcome
-from tests.unit.runner_harness import HostRunner, job, never_ready_child, scripted_child, shared_runner
+from tests.unit.runner_harness import HostRunner, job, never_ready_child, scripted_child
 
 pytestmark = pytest.mark.timeout(120)
 
 MODULE = "def f(x):\n    return x * 2\n"
-
-
-@pytest.fixture(scope="module")
-def _runners() -> Iterator[list[HostRunner]]:
-    holder = [HostRunner()]
-    yield holder
-    holder[0].close()
-
-
-@pytest.fixture
-def host(_runners: list[HostRunner]) -> HostRunner:
-    return shared_runner(_runners)
 
 
 def _texts(exchange) -> list[str]:  # type: ignore[no-untyped-def]
