@@ -14,18 +14,17 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep, is_admin
+from grader.api.deps import RegistryDep, RegradeDep, UploadsDep, admin_only
 from grader.api.edge import YAML_TYPES
 from grader.api.schemas import shown
-from grader.components import Components
 from grader.problems.check import CheckReport, SandboxUnavailable
 from grader.problems.registry import MAX_PROBLEM_BYTES
-from grader.problems.uploads import CheckTimeout, Uploaded, UploadRefused
+from grader.problems.uploads import CheckTimeout, Uploaded, UploadRefused, Uploads
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +32,6 @@ log = logging.getLogger(__name__)
 # (which every plain `def` route needs). Uploads are checked one at a time anyway (Uploads.lock); an upload
 # waiting its turn holds no thread.
 _CHECKS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-check")
-
-
-admin_router = APIRouter(tags=["admin"])
 
 
 class ProblemStored(BaseModel):
@@ -55,13 +51,11 @@ class Regrade(BaseModel):
     requeued: int
 
 
-def _require_admin(request: Request, components: Components) -> Components:
-    """The parts, once the request carries the admin token; 403 when uploads are off, else 401."""
-    if not components.settings.admin_token:
-        raise HTTPException(403, "problem uploads are turned off: the server has no GRADER_ADMIN_TOKEN")
-    if not is_admin(components, request):
-        raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
-    return components
+# Every route: 403 when uploads are off, else 401 without the admin token.
+admin_router = APIRouter(
+    tags=["admin"],
+    dependencies=[Depends(admin_only("problem uploads are turned off: the server has no GRADER_ADMIN_TOKEN"))],
+)
 
 
 async def _yaml_body(request: Request) -> str:
@@ -86,11 +80,11 @@ def _refused(status: int, errors: list[str], report: CheckReport | None = None) 
     return JSONResponse(body, status_code=status)
 
 
-async def _store(components: Components, text: str, source: str, path_id: str | None) -> Response:
+async def _store(uploads: Uploads, text: str, source: str, path_id: str | None) -> Response:
     """Validates, checks in sandboxes and stores one upload: POST when path_id is None, else PUT."""
     try:
         # Off the event loop: a large file takes a while to parse, and the check runs sandboxes.
-        put = _CHECKS.submit(components.uploads.put, text, source, path_id)
+        put = _CHECKS.submit(uploads.put, text, source, path_id)
         uploaded: Uploaded = await asyncio.wrap_future(put)
     except UploadRefused as refused:
         return _refused(refused.status, refused.errors, refused.report)
@@ -140,10 +134,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     responses=_ERRORS,
     summary="Add a problem (YAML), checked in sandboxes first",
 )
-async def add_problem(request: Request, components: ComponentsDep) -> Response:
-    _require_admin(request, components)
+async def add_problem(request: Request, uploads: UploadsDep) -> Response:
     text = await _yaml_body(request)
-    return await _store(components, text, "upload.yaml", None)
+    return await _store(uploads, text, "upload.yaml", None)
 
 
 @admin_router.put(
@@ -153,10 +146,9 @@ async def add_problem(request: Request, components: ComponentsDep) -> Response:
     responses={201: {"description": "created"}, **_ERRORS},
     summary="Add or replace an uploaded problem (YAML), checked in sandboxes first",
 )
-async def replace_problem(problem_id: str, request: Request, components: ComponentsDep) -> Response:
-    _require_admin(request, components)
+async def replace_problem(problem_id: str, request: Request, uploads: UploadsDep) -> Response:
     text = await _yaml_body(request)
-    return await _store(components, text, f"{problem_id[:64]}.yaml", problem_id)
+    return await _store(uploads, text, f"{problem_id[:64]}.yaml", problem_id)
 
 
 @admin_router.delete(
@@ -165,11 +157,10 @@ async def replace_problem(problem_id: str, request: Request, components: Compone
     responses={404: {"description": "no uploaded problem with this id"}, **_ERRORS},
     summary="Delete an uploaded problem; its submissions and verdicts stay",
 )
-async def delete_problem(problem_id: str, request: Request, components: ComponentsDep) -> Response:
-    _require_admin(request, components)
-    deleted = await run_in_threadpool(components.uploads.delete, problem_id)
+async def delete_problem(problem_id: str, uploads: UploadsDep, registry: RegistryDep) -> Response:
+    deleted = await run_in_threadpool(uploads.delete, problem_id)
     if not deleted:
-        if components.registry.file_problem(problem_id) is not None:
+        if registry.file_problem(problem_id) is not None:
             raise HTTPException(409, f"problem {shown(problem_id)} is defined by a file; remove the file instead")
         raise HTTPException(404, f"no uploaded problem {shown(problem_id)}")
     return Response(status_code=204)
@@ -182,13 +173,12 @@ async def delete_problem(problem_id: str, request: Request, components: Componen
     responses={404: {"description": "unknown problem"}, **_ERRORS},
     summary="Re-queue every submission of a problem against its current version",
 )
-async def regrade_problem(problem_id: str, request: Request, components: ComponentsDep) -> Regrade:
-    _require_admin(request, components)
-    problem = components.registry.get(problem_id)
+async def regrade_problem(problem_id: str, registry: RegistryDep, regrade: RegradeDep) -> Regrade:
+    problem = registry.get(problem_id)
     if problem is None:
         raise HTTPException(404, f"no problem {shown(problem_id)}")
     try:
-        count = await run_in_threadpool(components.regrade, problem_id)
+        count = await run_in_threadpool(regrade, problem_id)
     except KeyError:
         raise HTTPException(404, f"no problem {shown(problem_id)}") from None
     return Regrade(problem_id=problem_id, version=problem.version, requeued=count)

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep, IntakeDep, http_error, identify, is_admin
+from grader.api.deps import AdminCallerDep, DatabaseDep, IntakeDep, SettingsDep, SubmitterDep, http_error
 from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown, validation_message
 from grader.grading.verdict import FINAL, Status
 from grader.storage import listing
@@ -70,14 +70,13 @@ _TAKING = _Taking()
         429: {"description": "no room for the whole batch (rate limit, queue), or too many batches at once"},
     },
 )
-async def create_batch(request: Request, components: ComponentsDep, intake: IntakeDep) -> JSONResponse:
+async def create_batch(
+    request: Request, submitter: SubmitterDep, admin: AdminCallerDep, settings: SettingsDep, intake: IntakeDep
+) -> JSONResponse:
     """Up to GRADER_MAX_BATCH_ITEMS submissions at once. Each item is taken in or refused on its own (its
     `index`, `status` and `detail`, as a single POST would answer it); the batch as a whole is refused (429,
     nothing stored) only when the rate limit or the queue has no room for all of its valid items. Every
     item's `metadata` is echoed in its verdict; the submissions carry the answer's `batch_id`."""
-    submitter = identify(components, request)
-    admin = is_admin(components, request)
-    settings = components.settings
     client = request.client.host if request.client else None
     place = f"key:{submitter.key_hash}" if submitter.key_hash is not None else f"address:{client}"
     busy = _TAKING.enter(place, settings.batch_concurrency)
@@ -128,16 +127,17 @@ class BatchStatus(BaseModel):
 )
 def get_batch(
     batch_id: str,
-    request: Request,
-    components: ComponentsDep,
+    submitter: SubmitterDep,
+    admin: AdminCallerDep,
+    db: DatabaseDep,
+    settings: SettingsDep,
     include: Annotated[bool, Query(description="list each submission (false: the counts only)")] = True,
 ) -> BatchStatus:
     """How a batch stands: counts per status and, for each submission, its status and score. The caller's
     own batches only (the admin's: any)."""
-    submitter = identify(components, request)
-    owner = None if is_admin(components, request) else submitter.key_hash
-    with components.db.session() as session:
-        rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=components.settings.max_batch_items)
+    owner = None if admin else submitter.key_hash
+    with db.session() as session:
+        rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=settings.max_batch_items)
     if not rows or (owner is not None and any(row.api_key_hash != owner for row in rows)):
         raise HTTPException(404, f"no batch {shown(batch_id)}")
     counts: dict[str, int] = {}

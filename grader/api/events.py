@@ -29,15 +29,17 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep, is_admin
+from grader.api.deps import AdminCallerDep, DatabaseDep, NotifierDep, RegistryDep
 from grader.api.schemas import shown
 from grader.api.slots import hold_stream_slot
-from grader.components import Components
 from grader.grading.verdict import FINAL, Status
+from grader.problems.registry import Registry
+from grader.storage.db import Database
+from grader.submissions.notifier import Notifier
 from grader.submissions.public import SubmissionPublic, read_submission
 
 HEARTBEAT_S = 15.0
@@ -51,8 +53,8 @@ events_router = APIRouter(tags=["submissions"])
 Event = tuple[int, str, Any]  # (id, kind, data)
 
 
-def _load(components: Components, submission_id: str, admin: bool) -> SubmissionPublic | None:
-    view = read_submission(components.db, components.registry, submission_id, admin=admin)
+def _load(db: Database, registry: Registry, submission_id: str, admin: bool) -> SubmissionPublic | None:
+    view = read_submission(db, registry, submission_id, admin=admin)
     return view.public if view is not None else None
 
 
@@ -85,17 +87,17 @@ def pending_events(public: SubmissionPublic, after: int) -> list[Event]:
 
 
 async def stream_submission(
-    components: Components, submission_id: str, after: int = -1, admin: bool = False
+    db: Database, registry: Registry, notifier: Notifier, submission_id: str, after: int = -1, admin: bool = False
 ) -> AsyncIterator[str]:
     """The events of one submission after event `after`, ending after its verdict (or if it disappears)."""
     # Watch before the first read: a test that lands between the read and the watch would otherwise
     # go unnoticed until the next heartbeat.
-    wake = components.notifier.watch(submission_id)
+    wake = notifier.watch(submission_id)
     try:
         yield f"retry: {RETRY_MS}\n\n"
         while True:
             wake.clear()
-            public = await run_in_threadpool(_load, components, submission_id, admin)
+            public = await run_in_threadpool(_load, db, registry, submission_id, admin)
             if public is None:
                 return
             for event_id, kind, data in pending_events(public, after):
@@ -108,7 +110,7 @@ async def stream_submission(
             except TimeoutError:
                 yield ": keep-alive\n\n"
     finally:
-        components.notifier.unwatch(submission_id, wake)
+        notifier.unwatch(submission_id, wake)
 
 
 def _last_event_id(header: str | None) -> int:
@@ -137,21 +139,22 @@ def _last_event_id(header: str | None) -> int:
 )
 async def submission_events(
     submission_id: str,
-    request: Request,
-    components: ComponentsDep,
+    admin: AdminCallerDep,
+    db: DatabaseDep,
+    registry: RegistryDep,
+    notifier: NotifierDep,
     last_event_id: Annotated[
         str | None, Header(alias="Last-Event-ID", description="resume after this event (sent by EventSource)")
     ] = None,
 ) -> Response:
-    admin = is_admin(components, request)
-    public = await run_in_threadpool(_load, components, submission_id, admin)
+    public = await run_in_threadpool(_load, db, registry, submission_id, admin)
     if public is None:
         raise HTTPException(404, f"no submission {shown(submission_id)}")
     after = _last_event_id(last_event_id)
     if public.status in FINAL and after >= verdict_id(public):
         return Response(status_code=204)
     return StreamingResponse(
-        stream_submission(components, submission_id, after, admin),
+        stream_submission(db, registry, notifier, submission_id, after, admin),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from grader.api.deps import ComponentsDep, is_admin
-from grader.components import Components
+from grader.api.deps import DatabaseDep, admin_only
 from grader.grading.verdict import Status
 from grader.storage import listing
 from grader.storage.db import UtcTime, as_utc
@@ -48,11 +47,7 @@ class AdminList(BaseModel):
     next: str | None = Field(None, description="pass as ?cursor= for the next page; null on the last")
 
 
-def _admin(components: Components, request: Request) -> None:
-    if not components.settings.admin_token:
-        raise HTTPException(403, "the admin API is off: the server has no GRADER_ADMIN_TOKEN")
-    if not is_admin(components, request):
-        raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
+_ADMIN = [Depends(admin_only("the admin API is off: the server has no GRADER_ADMIN_TOKEN"))]
 
 
 def _filters(
@@ -79,10 +74,10 @@ BatchQuery = Annotated[str | None, Query(max_length=32)]
     response_model=AdminList,
     responses={401: {"description": "no or wrong admin token"}, 403: {"description": "no GRADER_ADMIN_TOKEN"}},
     summary="List submissions (admin): filtered by problem, status, time and batch; oldest first, paged",
+    dependencies=_ADMIN,
 )
 def list_submissions(
-    request: Request,
-    components: ComponentsDep,
+    db: DatabaseDep,
     problem_id: ProblemQuery = None,
     status: StatusQuery = None,
     since: SinceQuery = None,
@@ -91,12 +86,11 @@ def list_submissions(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=64, description="a page's `next`")] = None,
 ) -> AdminList:
-    _admin(components, request)
     try:
         after = listing.Cursor.decode(cursor) if cursor is not None else None
     except ValueError:
         raise HTTPException(422, "cursor: not a `next` this API gave") from None
-    with components.db.session() as session:
+    with db.session() as session:
         rows, following = listing.page(
             session, _filters(problem_id, status, since, until, batch_id), after=after, limit=limit
         )
@@ -123,10 +117,10 @@ _EXPORTS_LOCK = threading.Lock()
     },
     response_class=StreamingResponse,
     summary="Export verdicts (admin) as CSV or JSON Lines, streamed, oldest first",
+    dependencies=_ADMIN,
 )
 def export_submissions(
-    request: Request,
-    components: ComponentsDep,
+    db: DatabaseDep,
     format: Annotated[Literal["csv", "jsonl"], Query(description="csv, or jsonl (JSON Lines, each test's status)")],
     problem_id: ProblemQuery = None,
     status: StatusQuery = None,
@@ -134,8 +128,7 @@ def export_submissions(
     until: UntilQuery = None,
     batch_id: BatchQuery = None,
 ) -> StreamingResponse:
-    _admin(components, request)
-    rows = listing.every_row(components.db, _filters(problem_id, status, since, until, batch_id))
+    rows = listing.every_row(db, _filters(problem_id, status, since, until, batch_id))
     body = exports.csv_lines(rows) if format == "csv" else exports.jsonl(rows)
     with _EXPORTS_LOCK:
         if len(_EXPORTS) >= MAX_EXPORTS:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel
 
-from grader.api.deps import ComponentsDep, identify
+from grader.api.deps import DatabaseDep, SubmitterDep
 from grader.grading.verdict import Status
 from grader.storage import crud
 from grader.storage.db import UtcTime
@@ -52,21 +52,20 @@ def _owner(submitter: Submitter) -> tuple[str | None, str | None]:
     },
 )
 def my_submissions(
-    request: Request,
-    components: ComponentsDep,
+    submitter: SubmitterDep,
+    db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     before: Annotated[str | None, Query(max_length=64, description="a submission id: list older ones")] = None,
     problem_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> SubmissionList:
     """The caller's own submissions, newest first (the API key identifies the caller; without keys, the
     X-Owner-Token its submissions were made with)."""
-    submitter = identify(components, request)
     if submitter.key_hash is None and submitter.owner_hash is None:
         raise HTTPException(
             404,
             "this server has no API keys (GRADER_API_KEYS): send the X-Owner-Token your submissions were made with",
         )
-    with components.db.session() as session:
+    with db.session() as session:
         cursor = None
         if before is not None:
             anchor = crud.get_submission(session, submission_id=before)

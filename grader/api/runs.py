@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from grader.api.deps import ComponentsDep, http_error, identify
+from grader.api.deps import IntakeDep, RunsDep, SettingsDep, SubmitterDep, http_error
 from grader.api.limits import submission_body_cap
 from grader.api.schemas import inline_schema, read_json_body
 from grader.submissions.intake import check_source
@@ -39,16 +39,17 @@ runs_router = APIRouter(tags=["runs"])
         504: {"description": "under Celery: no worker ran it within GRADER_RUN_TIMEOUT_S"},
     },
 )
-async def create_run(request: Request, components: ComponentsDep) -> RunPublic:
+async def create_run(
+    request: Request, submitter: SubmitterDep, settings: SettingsDep, intake: IntakeDep, runs: RunsDep
+) -> RunPublic:
     """Runs the submission on the problem's visible tests (or, with `inputs`, on the problem's custom test
     with those values) and answers with every test's expected (the reference's) against got. Nothing is
     stored."""
-    submitter = identify(components, request)
-    payload = await read_json_body(request, RunRequest, submission_body_cap(components.settings))
+    payload = await read_json_body(request, RunRequest, submission_body_cap(settings))
     try:
-        check_source(payload.source, components.settings.max_source_bytes)
-        problem = components.intake.problem(payload.problem_id)
+        check_source(payload.source, settings.max_source_bytes)
+        problem = intake.problem(payload.problem_id)
         who = submitter.key_hash or (request.client.host if request.client else "anonymous")
-        return await components.runs.answer(problem, payload, who)
+        return await runs.answer(problem, payload, who)
     except Refused as refused:
         raise http_error(refused) from None

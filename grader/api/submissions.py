@@ -8,7 +8,17 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import ComponentsDep, IntakeDep, WaitDep, http_error, identify, is_admin
+from grader.api.deps import (
+    AdminCallerDep,
+    DatabaseDep,
+    DispatcherDep,
+    IntakeDep,
+    NotifierDep,
+    SettingsDep,
+    SubmitterDep,
+    WaitDep,
+    http_error,
+)
 from grader.api.limits import submission_body_cap
 from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown
 from grader.grading.verdict import FINAL, Status
@@ -43,8 +53,12 @@ BODY = {"requestBody": {"required": True, "content": {"application/json": {"sche
 @submissions_router.post("/api/submissions", status_code=202, openapi_extra=BODY, responses=RESPONSES)
 async def create_submission(
     request: Request,
-    components: ComponentsDep,
+    submitter: SubmitterDep,
+    admin: AdminCallerDep,
+    settings: SettingsDep,
     intake: IntakeDep,
+    notifier: NotifierDep,
+    dispatcher: DispatcherDep,
     wait: WaitDep,
     idempotency: Annotated[
         str | None,
@@ -56,19 +70,17 @@ async def create_submission(
 ) -> Response:
     """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
     API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
-    submitter = identify(components, request)
-    admin = is_admin(components, request)
     try:
         stored_key = idempotency_key(idempotency, submitter)
         # Parsed here rather than by FastAPI: every malformed body gets the same clear, bounded 422.
-        payload = await read_json_body(request, SubmissionCreate, submission_body_cap(components.settings))
+        payload = await read_json_body(request, SubmissionCreate, submission_body_cap(settings))
         if payload.seed is not None and not admin:
             raise Refused(403, "seed: only the admin may choose a submission's seed")
-        check_source(payload.source, components.settings.max_source_bytes)
+        check_source(payload.source, settings.max_source_bytes)
         problem = intake.problem(payload.problem_id)
         # Off the event loop: checking a callback URL resolves its host.
         callback = (
-            await run_in_threadpool(check_callback, payload.callback_url, components.settings)
+            await run_in_threadpool(check_callback, payload.callback_url, settings)
             if payload.callback_url is not None
             else None
         )
@@ -84,9 +96,9 @@ async def create_submission(
             metadata=payload.metadata,
         )
         # Woken only when it is final (a stream, by contrast, wants every change).
-        watch = components.notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None
+        watch = notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None
         try:
-            if components.dispatcher.immediate:  # no thread hop for an in-process queue
+            if dispatcher.immediate:  # no thread hop for an in-process queue
                 intake.dispatch(stored)
             else:
                 await run_in_threadpool(intake.dispatch, stored)
@@ -102,7 +114,7 @@ async def create_submission(
                 public = intake.read(stored.submission_id, admin=True)
         finally:
             if watch is not None:
-                components.notifier.unwatch(stored.submission_id, watch)
+                notifier.unwatch(stored.submission_id, watch)
     except Refused as refused:
         raise http_error(refused) from None
     headers = {"Idempotent-Replayed": "true"} if stored.replayed else {}
@@ -115,13 +127,11 @@ async def create_submission(
 
 
 @submissions_router.get("/api/submissions/{submission_id}", response_model=SubmissionPublic)
-def get_submission(
-    submission_id: str, request: Request, components: ComponentsDep, intake: IntakeDep
-) -> SubmissionPublic:
+def get_submission(submission_id: str, admin: AdminCallerDep, intake: IntakeDep) -> SubmissionPublic:
     """The verdict. Hidden tests: how many passed and the first that did not (`hidden`), each one's status
     only where the problem opts in; with the admin token, every test whole and the seed its hidden inputs
     were drawn from."""
-    public = intake.read(submission_id, admin=is_admin(components, request))
+    public = intake.read(submission_id, admin=admin)
     if public is None:
         raise HTTPException(404, f"no submission {shown(submission_id)}")
     return public
@@ -132,10 +142,10 @@ def get_submission(
     response_class=PlainTextResponse,
     responses={200: {"content": {"text/plain": {}}}, 404: {"description": "no such submission"}},
 )
-def get_submission_source(submission_id: str, components: ComponentsDep) -> PlainTextResponse:
+def get_submission_source(submission_id: str, db: DatabaseDep) -> PlainTextResponse:
     """The submission's source, as its report page shows it (to whoever has its id): what "Edit and submit
     again" loads into the editor."""
-    with components.db.session() as session:
+    with db.session() as session:
         row = crud.submission_row(session, submission_id=submission_id[:64])
     if row is None:
         raise HTTPException(404, f"no submission {shown(submission_id)}")

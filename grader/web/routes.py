@@ -18,7 +18,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
-from grader.api.deps import ComponentsDep, RegistryDep, is_admin
+from grader.api.deps import AdminCallerDep, DatabaseDep, RegistryDep
 from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.public import by_track, problem_public, problem_summary
 from grader.problems.registry import LoadedProblem
@@ -132,9 +132,11 @@ def problem_page(problem_id: str, request: Request, registry: RegistryDep) -> HT
 
 
 @web_router.api_route("/submissions/{submission_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
-def submission_page(submission_id: str, request: Request, components: ComponentsDep) -> HTMLResponse:
+def submission_page(
+    submission_id: str, request: Request, db: DatabaseDep, registry: RegistryDep, admin: AdminCallerDep
+) -> HTMLResponse:
     # The admin (its token, sent by a script: a browser sends none) sees every test whole, as in the API.
-    view = read_submission(components.db, components.registry, submission_id, admin=is_admin(components, request))
+    view = read_submission(db, registry, submission_id, admin=admin)
     if view is None:
         return _not_found(request, f"There is no submission “{_cut(submission_id)}”.")
     public, source, problem = view.public, view.source, view.problem
