@@ -12,6 +12,7 @@ from grader.api.schemas import inline_schema, read_json_body
 from grader.submissions.intake import check_source
 from grader.submissions.runs import RunPublic, RunRequest
 from grader.submissions.submitters import Refused
+from grader.web.routes import comparison_html
 
 runs_router = APIRouter(tags=["runs"])
 
@@ -50,6 +51,10 @@ async def create_run(
         check_source(payload.source, settings.max_source_bytes)
         problem = intake.problem(payload.problem_id)
         who = submitter.key_hash or (request.client.host if request.client else "anonymous")
-        return await runs.answer(problem, payload, who)
+        run = await runs.answer(problem, payload, who)
     except Refused as refused:
         raise http_error(refused) from None
+    # The details as the report page draws them, by the same template: the page shows them as they come.
+    for position, test in enumerate(run.tests):
+        test.details_html = comparison_html(test.details, f"run-{position}")
+    return run

@@ -94,6 +94,10 @@ class RunTestPublic(TestPublic):
         None, description="what the reference returned, per returned key (type, shape, dtype, a sample)"
     )
     got: dict[str, Any] | None = Field(None, description="what the submission returned, per returned key")
+    details_html: str | None = Field(
+        None,
+        description="`details` drawn as the report page draws them (HTML, escaped): what the problem page shows",
+    )
 
 
 class RunPublic(BaseModel):

@@ -18,6 +18,7 @@ from typing import Any
 from markupsafe import Markup
 
 from grader import vocabulary
+from grader.grading.details import ComparisonDetails, Mismatch, ValueDescription
 from grader.grading.verdict import FINAL, Status, TestStatus
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import HiddenSummary, SubmissionPublic, TestPublic
@@ -124,16 +125,16 @@ class FieldRow:
     differs: bool
 
 
-FIELDS = (("type", "type"), ("shape", "shape"), ("dtype", "dtype"), ("length", "length"), ("keys", "keys"))
+FIELDS = ("type", "shape", "dtype", "length", "keys")
 
 
-def _field(description: dict[str, Any], key: str) -> str | None:
-    if key not in description:
+def _field(description: ValueDescription | None, key: str) -> str | None:
+    value = getattr(description, key) if description is not None else None
+    if value is None:
         return None
-    value = description[key]
     if key == "shape":
         return fmt_shape(value)
-    if key == "keys" and isinstance(value, list):
+    if key == "keys":
         return ", ".join(fmt_number(k) for k in value[:20]) or "(none)"
     return fmt_number(value)
 
@@ -156,6 +157,7 @@ class Comparison:
     first_mismatches: list[dict[str, str]]
     heatmap: Markup | None
     large: bool = False  # more than 256 values: the heatmap shows blocks
+    nonfinite: str | None = None  # "3 (the first at [0, 2])": NaN or infinities against anything else
 
 
 UNAVAILABLE = Comparison(
@@ -170,12 +172,12 @@ def _text(value: Any, limit: int = 1024) -> str | None:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _sample(expected: dict[str, Any], got: dict[str, Any], rtol: Any, atol: Any) -> list[tuple[str, str, bool]]:
-    e_sample, g_sample = expected.get("sample"), got.get("sample")
-    if not (isinstance(e_sample, list) or isinstance(g_sample, list)):
+def _sample(details: ComparisonDetails) -> list[tuple[str, str, bool]]:
+    e_sample = details.expected.sample if details.expected is not None else None
+    g_sample = details.got.sample if details.got is not None else None
+    if e_sample is None and g_sample is None:
         return []
-    e_list = e_sample[:64] if isinstance(e_sample, list) else []
-    g_list = g_sample[:64] if isinstance(g_sample, list) else []
+    e_list, g_list = (e_sample or [])[:64], (g_sample or [])[:64]
     sample = []
     for i in range(max(len(e_list), len(g_list))):
         e_item = e_list[i] if i < len(e_list) else None
@@ -184,7 +186,7 @@ def _sample(expected: dict[str, Any], got: dict[str, Any], rtol: Any, atol: Any)
             (
                 fmt_number(e_item) if i < len(e_list) else "—",
                 fmt_number(g_item) if i < len(g_list) else "—",
-                i >= len(e_list) or i >= len(g_list) or values_differ(e_item, g_item, rtol, atol),
+                i >= len(e_list) or i >= len(g_list) or values_differ(e_item, g_item, details.rtol, details.atol),
             )
         )
     return sample
@@ -196,74 +198,84 @@ def _index(index: Any) -> str:
     return "[" + ", ".join(fmt_number(i) for i in index[:16]) + (", …" if len(index) > 16 else "") + "]"
 
 
-def _first_mismatches(found: Any) -> list[dict[str, str]]:
+def _first_mismatches(found: list[Mismatch]) -> list[dict[str, str]]:
     first = []
-    for mismatch in found[:64] if isinstance(found, list) else []:
-        if not isinstance(mismatch, dict):
-            continue
-        e_item, g_item = mismatch.get("expected"), mismatch.get("got")
-        e_num, g_num = as_float(e_item), as_float(g_item)
+    for mismatch in found[:64]:
+        e_num, g_num = as_float(mismatch.expected), as_float(mismatch.got)
         diff = "—"
         if e_num is not None and g_num is not None and math.isfinite(e_num) and math.isfinite(g_num):
             diff = fmt_number(abs(g_num - e_num))
-        where = _index(mismatch.get("index"))
-        first.append({"index": where, "expected": fmt_number(e_item), "got": fmt_number(g_item), "diff": diff})
+        first.append(
+            {
+                "index": _index(mismatch.index),
+                "expected": fmt_number(mismatch.expected),
+                "got": fmt_number(mismatch.got),
+                "diff": diff,
+            }
+        )
     return first
 
 
-def _fields(expected: dict[str, Any], got: dict[str, Any], rtol: Any, atol: Any) -> list[FieldRow]:
+def _fields(details: ComparisonDetails) -> list[FieldRow]:
+    expected, got = details.expected, details.got
     fields = []
-    for key, label in FIELDS:
+    for key in FIELDS:
         e, g = _field(expected, key), _field(got, key)
         if e is None and g is None:
             continue
-        fields.append(FieldRow(label, e or "—", g or "—", e != g))
-    if "value" in expected or "value" in got:
-        e_value, g_value = expected.get("value"), got.get("value")
+        fields.append(FieldRow(key, e or "—", g or "—", e != g))
+    e_has, g_has = expected is not None and expected.has_value, got is not None and got.has_value
+    if e_has or g_has:
+        e_value = expected.value if expected is not None and e_has else None
+        g_value = got.value if got is not None and g_has else None
         fields.append(
             FieldRow(
                 "value",
-                fmt_number(e_value) if "value" in expected else "—",
-                fmt_number(g_value) if "value" in got else "—",
-                values_differ(e_value, g_value, rtol, atol),
+                fmt_number(e_value) if e_has else "—",
+                fmt_number(g_value) if g_has else "—",
+                values_differ(e_value, g_value, details.rtol, details.atol),
             )
         )
     return fields
 
 
-def _comparison(details: dict[str, Any], test_id: str) -> Comparison:
-    raw_expected, raw_got = details.get("expected"), details.get("got")
-    expected: dict[str, Any] = raw_expected if isinstance(raw_expected, dict) else {}
-    got: dict[str, Any] = raw_got if isinstance(raw_got, dict) else {}
-    rtol, atol = details.get("rtol"), details.get("atol")
-    shape = expected.get("shape") if isinstance(expected.get("shape"), list) else None
-    grid = details.get("error_heatmap")
+def _nonfinite(details: ComparisonDetails) -> str | None:
+    if not details.nonfinite_mismatches:
+        return None
+    where = f" (the first at {_index(details.first_nonfinite)})" if details.first_nonfinite else ""
+    return f"{fmt_number(details.nonfinite_mismatches)}{where}"
+
+
+def lay_out(details: ComparisonDetails, test_id: str) -> Comparison:
+    """The details as the report page and Run show them (templates/_comparison.html draws them)."""
+    shape = details.expected.shape if details.expected is not None else None
     count = element_count(shape)
+    grid = details.error_heatmap
     return Comparison(
-        path=_text(details.get("path")),
-        reason=_text(details.get("reason")),
-        fields=_fields(expected, got, rtol, atol),
-        sample=_sample(expected, got, rtol, atol),
+        path=_text(details.path),
+        reason=_text(details.reason),
+        fields=_fields(details),
+        sample=_sample(details),
         sample_total=fmt_number(count) if count is not None else None,
-        mismatches=_text(details.get("mismatches"), 40),
-        total=_text(details.get("total"), 40),
-        max_abs_error=fmt_number(details["max_abs_error"]) if "max_abs_error" in details else None,
-        max_rel_error=fmt_number(details["max_rel_error"]) if "max_rel_error" in details else None,
-        rtol=fmt_number(rtol) if rtol is not None else None,
-        atol=fmt_number(atol) if atol is not None else None,
-        first_mismatches=_first_mismatches(details.get("first_mismatches")),
-        heatmap=heatmap_svg(grid, shape, test_id) if isinstance(grid, list) and grid else None,
+        mismatches=_text(details.mismatches, 40),
+        total=_text(details.total, 40),
+        max_abs_error=fmt_number(details.max_abs_error) if details.max_abs_error is not None else None,
+        max_rel_error=fmt_number(details.max_rel_error) if details.max_rel_error is not None else None,
+        rtol=fmt_number(details.rtol) if details.rtol is not None else None,
+        atol=fmt_number(details.atol) if details.atol is not None else None,
+        first_mismatches=_first_mismatches(details.first_mismatches),
+        heatmap=heatmap_svg(grid, shape, test_id) if grid else None,
         large=count is not None and count > 256,
+        nonfinite=_nonfinite(details),
     )
 
 
 def comparison(details: Any, test_id: str) -> Comparison | None:
     """The details laid out for the template; None when there are none. Details that cannot be laid out
     (no stored verdict should hold such, but the page must not fail on one) come back as UNAVAILABLE."""
-    if not details or not isinstance(details, dict):
-        return None
     try:
-        return _comparison(details, test_id)
+        typed = ComparisonDetails.read(details)
+        return lay_out(typed, test_id) if typed is not None else None
     except Exception:  # the page still shows every test's status, message and traceback
         log.exception("the details of test %s cannot be laid out", test_id)
         return UNAVAILABLE

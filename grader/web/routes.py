@@ -84,6 +84,16 @@ def _environment() -> Environment:
 
 templates = Jinja2Templates(env=_environment())
 
+
+def comparison_html(details: Any, test_id: str) -> str | None:
+    """A failed comparison's details drawn as the report page draws them (templates/_comparison.html), for
+    Run's answer; None where there are none. Escaped like every template: the values came from a submission."""
+    laid_out = report.comparison(details, test_id)
+    if laid_out is None:
+        return None
+    return templates.env.get_template("_comparison.html").render(c=laid_out)
+
+
 web_router = APIRouter(include_in_schema=False)
 web_router.mount("/static", RevalidatedStaticFiles(directory=HERE / "static"), name="static")
 

@@ -3,7 +3,8 @@
 // result, expected against got (as the report shows a failed visible test), and what the code printed.
 //
 // Everything in a run's answer comes from the submission or from what it returned: it goes into the page
-// as text (textContent, createElement), never as HTML.
+// as text (textContent, createElement), never as HTML, but for a failed comparison's details, which the
+// server sends drawn (and escaped) by the report page's own template.
 
 import { badge, badgeLabel } from "./common.js";
 
@@ -101,78 +102,16 @@ function rowHeader(text) {
   return th;
 }
 
-const FIELDS = [
-  ["type", "type"],
-  ["shape", "shape"],
-  ["dtype", "dtype"],
-  ["length", "length"],
-  ["keys", "keys"],
-  ["value", "value"],
-];
-
-function field(description, key) {
-  if (!isObject(description) || !(key in description)) return null;
-  const value = description[key];
-  if (key === "shape") return formatShape(value);
-  if (key === "keys" && Array.isArray(value)) return value.join(", ") || "(none)";
-  if (key === "value") return formatNumber(value);
-  return String(value);
-}
-
-/** A failed test's details, as the report shows them: where and why, then expected against got. */
-function comparison(details) {
+/**
+ * A failed test's details: the server draws them with the report page's own template (`details_html`,
+ * escaped there like the whole report), so that the page and Run show the same thing; parsed into a
+ * template element, whose scripts never run, and inserted as nodes.
+ */
+function comparison(html) {
   const box = element("div", "failure run-failure");
-  const reason = element("p", "failure-reason");
-  if (details.path) {
-    reason.append("Output ", element("code", "", details.path), ": ");
-  }
-  reason.append(element("strong", "", details.reason || "differs"));
-  if (typeof details.mismatches === "number" && details.total) {
-    reason.append(` · ${details.mismatches} of ${details.total} values differ`);
-  }
-  box.append(reason);
-  const rows = [];
-  for (const [key, label] of FIELDS) {
-    const expected = field(details.expected, key);
-    const got = field(details.got, key);
-    if (expected === null && got === null) continue;
-    const tr = element("tr", expected !== got ? "differs" : "");
-    tr.append(rowHeader(label), codeCell(expected ?? "—"), codeCell(got ?? "—", expected !== got));
-    rows.push(tr);
-  }
-  const grid = element("div", "compare-grid");
-  grid.append(
-    table("compare", "Expected against got", [["Property", true], ["Expected"], ["Got"]], rows),
-  );
-  if ("max_abs_error" in details) {
-    const stats = element("dl", "error-stats");
-    const stat = (label, text) => {
-      const div = element("div");
-      const dd = element("dd");
-      dd.append(element("code", "", text));
-      div.append(element("dt", "", label), dd);
-      stats.append(div);
-    };
-    stat("Max abs error", formatNumber(details.max_abs_error));
-    stat("Max rel error", formatNumber(details.max_rel_error));
-    if (details.rtol !== undefined && details.rtol !== null) {
-      stat("Tolerance", `rtol ${formatNumber(details.rtol)}, atol ${formatNumber(details.atol)}`);
-    }
-    grid.append(stats);
-  }
-  box.append(grid);
-  const mismatches = Array.isArray(details.first_mismatches) ? details.first_mismatches.filter(isObject) : [];
-  if (mismatches.length) {
-    const rows = mismatches.map((m) => {
-      const tr = element("tr");
-      const index = Array.isArray(m.index) ? `[${m.index.join(", ")}]` : String(m.index);
-      const diff =
-        typeof m.expected === "number" && typeof m.got === "number" ? formatNumber(Math.abs(m.got - m.expected)) : "—";
-      tr.append(codeCell(index), codeCell(formatNumber(m.expected)), codeCell(formatNumber(m.got)), codeCell(diff));
-      return tr;
-    });
-    box.append(table("mismatches", "First mismatches", [["Index"], ["Expected"], ["Got"], ["|Difference|"]], rows));
-  }
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  box.append(template.content);
   return box;
 }
 
@@ -225,7 +164,7 @@ function renderTest(test, index) {
   }
   item.append(head);
   // As in the report: a failed comparison's details say what its message says, and more.
-  if (status !== "passed" && isObject(test.details)) item.append(comparison(test.details));
+  if (status !== "passed" && typeof test.details_html === "string") item.append(comparison(test.details_html));
   else if (status !== "passed" && test.message) {
     item.append(element("p", "run-test-message", `${test.message}${lineNote(test)}`));
   }
