@@ -72,8 +72,9 @@ def _next_item(text: str, at: int) -> int:
 
 def _first_errors(exc: RequestValidationError | ValidationError) -> tuple[list[dict[str, Any]], int]:
     """The first MAX_ERRORS_SHOWN errors and how many there are, in time that does not grow with their
-    number where pydantic allows: its errors() builds a dict per error (40,000 unknown keys take 100 ms and
-    more), its json() is written in Rust (a few ms), and only the first entries of that are decoded."""
+    number where pydantic allows: its errors() builds a dict per error, its json() is written in Rust and
+    far cheaper (docs/BENCHMARKS.md, "Costs behind the code"), and only the first entries of that are
+    decoded."""
     if isinstance(exc, RequestValidationError):  # FastAPI's: a list already
         errors = exc.errors()
         return [dict(error) for error in errors[:MAX_ERRORS_SHOWN]], len(errors)

@@ -20,8 +20,8 @@ PROGRESS_INTERVAL_S = 0.2
 
 
 class _Flushes:
-    """One thread that runs every writer's due flush in this process (a timer thread per submission
-    cost some 0.2 ms to start, on the grading path)."""
+    """One thread that runs every writer's due flush in this process (a timer thread per submission cost
+    its start on the grading path: docs/BENCHMARKS.md, "Costs behind the code")."""
 
     def __init__(self) -> None:
         self._due: list[tuple[float, int, ProgressWriter]] = []

@@ -206,7 +206,7 @@ def run_test(
         linecache.cache[filename] = (len(code), None, lines, filename)
         exec(_compile_test(code, filename), namespace)
         # The CPU generator, which is all there is here (torch.manual_seed would also queue a seeding of
-        # every accelerator backend: some 0.3 ms a test).
+        # every accelerator backend, on every test: docs/BENCHMARKS.md, "Costs behind the code").
         torch.default_generator.manual_seed(seed)
         random.seed(seed)
         np.random.seed(seed % 2**32)

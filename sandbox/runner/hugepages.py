@@ -1,11 +1,11 @@
 """The zygote's own memory on transparent huge pages, once it is warm and before it forks anything.
 
-Every child is a fork of the zygote, and `import torch` leaves some 200 MB of private memory (the
-Python heap, torch's registrations) in 4 KiB pages: fork() copies a page-table entry for each of them
-(about 50 000), and every child's end tears as many down. Collapsed into 2 MiB pages (MADV_COLLAPSE,
-Linux 6.1 and later), the same memory is about a hundred entries: a fork costs about a quarter of
-what it did, and so does a child's end. A child that writes to a shared huge page has it split and
-copies only the 4 KiB it writes, as before, so children cost no more memory.
+Every child is a fork of the zygote, and `import torch` leaves its private memory (the Python heap,
+torch's registrations) in 4 KiB pages: fork() copies a page-table entry for each of them, and every
+child's end tears as many down. Collapsed into 2 MiB pages (MADV_COLLAPSE, Linux 6.1 and later), the
+same memory takes far fewer entries, and a fork and a child's end cost a fraction of what they did
+(docs/BENCHMARKS.md, "Costs behind the code"). A child that writes to a shared huge page has it split
+and copies only the 4 KiB it writes, as before, so children cost no more memory.
 
 Best effort: where the kernel or the runtime (gVisor) cannot collapse a range, it stays as it was.
 """

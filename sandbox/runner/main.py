@@ -16,8 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.clear()
 os.environ["OMP_NUM_THREADS"] = "1"
-# Tensors of 2 MiB and more on transparent huge pages (torch's CPU allocator madvises them): a fresh
-# 75 MB tensor then costs 37 page faults instead of 18 500, about four times faster to make in a child.
+# Tensors of 2 MiB and more on transparent huge pages (torch's CPU allocator madvises them): a large fresh
+# tensor costs a page fault per 2 MiB, not per 4 KiB (docs/BENCHMARKS.md, "Costs behind the code").
 os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
 
 import torch  # noqa: E402
