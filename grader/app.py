@@ -29,7 +29,7 @@ from grader.api.slots import stream_slots, waiter_slots
 from grader.api.submissions import submissions_router
 from grader.components import Components, build
 from grader.config import Settings, get_settings
-from grader.web.routes import web_router
+from grader.web.routes import comparison_html, web_router
 
 
 def create_app(settings: Settings | None = None, components: Components | None = None) -> FastAPI:
@@ -103,4 +103,5 @@ def create_app(settings: Settings | None = None, components: Components | None =
     for router in routers:
         app.include_router(router)
     app.include_router(web_router)
+    app.state.draw_details = comparison_html  # Run's answer draws details as the report page does
     return app

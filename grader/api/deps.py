@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Query, Request
 
@@ -86,6 +86,15 @@ async def get_regrade(request: Request) -> Callable[[str], int]:
     return _components(request).regrade
 
 
+# A failed comparison's details drawn as HTML (details, an id for the drawing) -> HTML or None: the pages'
+# own drawing (grader/web/routes.py, comparison_html), handed to the API by the app (app.state.draw_details).
+DrawDetails = Callable[[Any, str], "str | None"]
+
+
+async def get_details_drawer(request: Request) -> DrawDetails | None:
+    return getattr(request.app.state, "draw_details", None)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 RegistryDep = Annotated[Registry, Depends(get_registry)]
@@ -99,6 +108,7 @@ UploadsDep = Annotated[Uploads, Depends(get_uploads)]
 SubmittersDep = Annotated[SubmitterAuth, Depends(get_submitters)]
 ReadinessDep = Annotated[Callable[[], tuple[bool, str | None]], Depends(get_readiness)]
 RegradeDep = Annotated[Callable[[str], int], Depends(get_regrade)]
+DetailsDrawerDep = Annotated[DrawDetails | None, Depends(get_details_drawer)]
 
 
 def http_error(refused: Refused) -> HTTPException:

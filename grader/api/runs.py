@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from grader.api.deps import IntakeDep, RunsDep, SettingsDep, SubmitterDep, http_error
+from grader.api.deps import DetailsDrawerDep, IntakeDep, RunsDep, SettingsDep, SubmitterDep, http_error
 from grader.api.limits import submission_body_cap
 from grader.api.schemas import inline_schema, read_json_body
 from grader.submissions.intake import check_source
 from grader.submissions.runs import RunPublic, RunRequest
 from grader.submissions.submitters import Refused
-from grader.web.routes import comparison_html
 
 runs_router = APIRouter(tags=["runs"])
 
@@ -41,7 +40,12 @@ runs_router = APIRouter(tags=["runs"])
     },
 )
 async def create_run(
-    request: Request, submitter: SubmitterDep, settings: SettingsDep, intake: IntakeDep, runs: RunsDep
+    request: Request,
+    submitter: SubmitterDep,
+    settings: SettingsDep,
+    intake: IntakeDep,
+    runs: RunsDep,
+    draw: DetailsDrawerDep,
 ) -> RunPublic:
     """Runs the submission on the problem's visible tests (or, with `inputs`, on the problem's custom test
     with those values) and answers with every test's expected (the reference's) against got. Nothing is
@@ -55,6 +59,7 @@ async def create_run(
     except Refused as refused:
         raise http_error(refused) from None
     # The details as the report page draws them, by the same template: the page shows them as they come.
-    for position, test in enumerate(run.tests):
-        test.details_html = comparison_html(test.details, f"run-{position}")
+    if draw is not None:
+        for position, test in enumerate(run.tests):
+            test.details_html = draw(test.details, f"run-{position}")
     return run
