@@ -67,6 +67,8 @@ def heatmap_svg(grid: list[Any], shape: Any, test_id: str) -> Markup | None:
     full_rows, full_cols = _extent(shape, n_rows, n_cols)
     row_ranges, col_ranges = _split_ranges(full_rows, n_rows), _split_ranges(full_cols, n_cols)
     pooled = full_rows != n_rows or full_cols != n_cols
+    # Ids within the page: only letters, digits and dashes, whatever a caller passes as the test's id.
+    test_id = "".join(char for char in test_id[:64] if char.isascii() and (char.isalnum() or char == "-")) or "t"
     title_id, desc_id, gradient_id = f"hm-title-{test_id}", f"hm-desc-{test_id}", f"hm-grad-{test_id}"
     description = (
         f"Absolute error |got − expected| over the {full_rows} × {full_cols} output"
