@@ -110,14 +110,14 @@ def measure_cold(source: str, count: int) -> list[float]:
     )
     problem = Registry(limits).make(parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM))
     client = docker_client()
-    job = build_job(problem, source, settings)
+    job = build_job(problem, source, settings.sandbox)
     timings = []
     for _ in range(count):
         started = time.perf_counter()
-        container = SandboxContainer(client, settings)
+        container = SandboxContainer(client, settings.sandbox, settings.limits, owner_label(settings.data_dir))
         try:
             container.start()
-            outcome = container.run_job(job, time.monotonic() + job_bound_s(problem, settings))
+            outcome = container.run_job(job, time.monotonic() + job_bound_s(problem, settings.sandbox))
         finally:
             container.remove()
         assert outcome.load.status == "ok" and all(h.status == "ok" for h, _ in outcome.tests)
@@ -214,7 +214,7 @@ def warm_run(
 
 def measure_mode(seeds: str, args: argparse.Namespace, sources: dict[str, str], full: bool) -> dict:
     with service(seeds, args.command) as (base, data_dir, ready_s, session):
-        label = owner_label(Settings(data_dir=data_dir))
+        label = owner_label(data_dir)
         for problem_id, source in sources.items():  # expected outputs for the first seeds; first-use costs
             for _ in range(3):
                 post(base, problem_id, source)

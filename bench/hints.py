@@ -42,38 +42,45 @@ def old_rule(pitfalls: list[list[Any]], run: ModuleRun, tests: list, rule: Any) 
 def main() -> int:
     registry = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=256))
     counts = {"old": 0, "new": 0, "total": 0}
-    with tempfile.TemporaryDirectory() as data, ProblemChecker(Settings(data_dir=Path(data))) as checker:
-        sandboxes = checker.sandboxes()
-        for folder in sorted(path for path in MISTAKES.iterdir() if path.is_dir()):
-            problem = registry.make(parse_problem((REPO_ROOT / "problems" / f"{folder.name}.yaml").read_text(), "p"))
-            count = len(problem.tests)
-            reference = run_module(sandboxes, problem, problem.reference, checker.settings)
-            pitfalls = [run_module(sandboxes, problem, p.code, checker.settings) for p in problem.pitfalls]
-            values = [[r.value(i) for i in range(count)] for r in pitfalls]
-            expected = Expected.of_values([reference.value(i) for i in range(count)], values)
-            names = [p.name for p in problem.pitfalls]
-
-            def rule(i: int, a: Any, b: Any, problem: Any = problem) -> Any:
-                return compare(problem, i, a, b)
-
-            for path in sorted(folder.glob("*.py")):
-                wanted = path.read_text().splitlines()[0].removeprefix("# pitfall: ")
-                run = run_module(sandboxes, problem, path.read_text(), checker.settings)
-                verdict = judge_module(problem, expected, run)
-                old = old_rule(values, run, verdict.tests, rule) if verdict.status == Status.WRONG_ANSWER else None
-                new = matching_pitfall(problem, expected.reference, values, run, verdict.tests, rule)
-                new = new if verdict.status == Status.WRONG_ANSWER else None
-                failed = [t.index + 1 for t in verdict.tests if t.status != TestStatus.PASSED]
-                shown = {"old": names[old] if old is not None else None, "new": names[new] if new is not None else None}
-                for key in ("old", "new"):
-                    counts[key] += shown[key] == wanted
-                counts["total"] += 1
-                print(
-                    f"{folder.name}/{path.stem}: {verdict.status.value}, fails {failed}; "
-                    f"old {'ok' if shown['old'] == wanted else shown['old']}, "
-                    f"new {'ok' if shown['new'] == wanted else shown['new']}",
-                    flush=True,
+    with tempfile.TemporaryDirectory() as data:
+        settings = Settings(data_dir=Path(data))
+        with ProblemChecker(settings.sandbox, settings.limits) as checker:
+            sandboxes = checker.sandboxes()
+            for folder in sorted(path for path in MISTAKES.iterdir() if path.is_dir()):
+                problem = registry.make(
+                    parse_problem((REPO_ROOT / "problems" / f"{folder.name}.yaml").read_text(), "p")
                 )
+                count = len(problem.tests)
+                reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+                pitfalls = [run_module(sandboxes, problem, p.code, checker.sandbox) for p in problem.pitfalls]
+                values = [[r.value(i) for i in range(count)] for r in pitfalls]
+                expected = Expected.of_values([reference.value(i) for i in range(count)], values)
+                names = [p.name for p in problem.pitfalls]
+
+                def rule(i: int, a: Any, b: Any, problem: Any = problem) -> Any:
+                    return compare(problem, i, a, b)
+
+                for path in sorted(folder.glob("*.py")):
+                    wanted = path.read_text().splitlines()[0].removeprefix("# pitfall: ")
+                    run = run_module(sandboxes, problem, path.read_text(), checker.sandbox)
+                    verdict = judge_module(problem, expected, run)
+                    old = old_rule(values, run, verdict.tests, rule) if verdict.status == Status.WRONG_ANSWER else None
+                    new = matching_pitfall(problem, expected.reference, values, run, verdict.tests, rule)
+                    new = new if verdict.status == Status.WRONG_ANSWER else None
+                    failed = [t.index + 1 for t in verdict.tests if t.status != TestStatus.PASSED]
+                    shown = {
+                        "old": names[old] if old is not None else None,
+                        "new": names[new] if new is not None else None,
+                    }
+                    for key in ("old", "new"):
+                        counts[key] += shown[key] == wanted
+                    counts["total"] += 1
+                    print(
+                        f"{folder.name}/{path.stem}: {verdict.status.value}, fails {failed}; "
+                        f"old {'ok' if shown['old'] == wanted else shown['old']}, "
+                        f"new {'ok' if shown['new'] == wanted else shown['new']}",
+                        flush=True,
+                    )
     print(f"hinted: old rule {counts['old']}/{counts['total']}, new rule {counts['new']}/{counts['total']}")
     return 0
 

@@ -42,7 +42,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from grader.app import create_app  # noqa: E402
 from grader.components import build  # noqa: E402
 from grader.config import Settings  # noqa: E402
-from grader.containers.container import SandboxContainer, docker_client  # noqa: E402
+from grader.containers.container import SandboxContainer, docker_client, owner_label  # noqa: E402
 from tests.security import page_cache as pc  # noqa: E402
 from tests.security.attacks import CORRECT  # noqa: E402
 
@@ -142,7 +142,7 @@ def measure_starts(args: argparse.Namespace, count: int) -> None:
         settings = settings_for(args, sandbox_prewarm=prewarm)
         times = []
         for _ in range(count):
-            container = SandboxContainer(client, settings)
+            container = SandboxContainer(client, settings.sandbox, settings.limits, owner_label(settings.data_dir))
             started = time.perf_counter()
             container.start()
             times.append((time.perf_counter() - started) * 1000)

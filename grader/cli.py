@@ -112,7 +112,8 @@ def _check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     from grader.problems.check.report import SEEDS_CHECKED
 
-    with ProblemChecker(get_settings(), seeds=args.seeds or SEEDS_CHECKED) as checker:
+    settings = get_settings()
+    with ProblemChecker(settings.sandbox, settings.limits, seeds=args.seeds or SEEDS_CHECKED) as checker:
         for name in args.paths:
             path = Path(name)
             print(path, flush=True)

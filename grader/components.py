@@ -34,6 +34,8 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from grader.config import Settings
+from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.containers.container import owner_label
 from grader.containers.pool import SandboxPool
 from grader.grading.execution import job_bound_s
 from grader.grading.expected import ExpectedCache
@@ -173,30 +175,25 @@ class Components:
         return broker_error is None, broker_error
 
     def regrade(self, problem_id: str) -> int:
-        return regrade(self.settings, self.db, self.registry, self.dispatcher.submit_blocking, problem_id)
+        return regrade(self.settings.queueing, self.db, self.registry, self.dispatcher.submit_blocking, problem_id)
 
 
-def max_grading_s(settings: Settings, registry: Registry) -> float:
+def max_grading_s(sandbox: SandboxSettings, registry: Registry) -> float:
     """The longest one grading can take: waiting for a sandbox, then two containers' worth of the longest
     job any problem has, with slack. Past it, the grading's lease is no longer renewed."""
-    longest_job = max((job_bound_s(problem, settings) for problem in registry.all()), default=60.0)
-    return settings.sandbox_acquire_timeout_s + 2 * longest_job + 60.0
+    longest_job = max((job_bound_s(problem, sandbox) for problem in registry.all()), default=60.0)
+    return sandbox.acquire_timeout_s + 2 * longest_job + 60.0
 
 
 def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -> Components:
-    """Every part, wired; nothing started (start() does that)."""
+    """Every part, wired, each given its group of the settings; nothing started (start() does that)."""
+    sandbox, limits, queueing = settings.sandbox, settings.limits, settings.queueing
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     grades_here = settings.queue == "local" or role == "worker"
     db = Database(settings.sqlalchemy_url)
-    limits = EffectiveLimits(
-        time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
-    )
-    registry = Registry(limits, max_memory_mb=settings.max_memory_mb)
-    # A Celery-mode API keeps no warm containers; it checks uploads in sandboxes of the check's own.
-    pool = SandboxPool(settings, size=None if grades_here else 0)
-    # References run in containers that never run a submission (nothing a submission leaves can reach them).
-    size = REFERENCE_CONTAINERS if grades_here else 0
-    references = SandboxPool(settings, size=size, owner=f"{pool.owner}-references", keep_image=False)
+    registry = _registry(limits)
+    owner = owner_label(settings.data_dir)  # of the service's containers: a restart removes what it left
+    pool, references = _pools(sandbox, limits, owner, grades_here)
 
     def load_expected(key: str) -> bytes | None:
         with db.session() as session:
@@ -206,8 +203,8 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         with db.session() as session:
             problem_data.save_expected(session, key=key, data=data)
 
-    expected = ExpectedCache(settings, references, load_expected, save_expected)
-    judge = IsolatedJudge(settings.judge_memory_mb, settings.judge_cpu_s, settings.judge_process_cap)
+    expected = ExpectedCache(sandbox, references, load_expected, save_expected)
+    judge = IsolatedJudge(settings.judge.memory_mb, settings.judge.cpu_s, settings.judge_process_cap)
 
     def prepare(problem: ProblemSpec, seed: int) -> None:
         # A Celery-mode API runs no reference: its seeds are ready at once, and the first worker to grade
@@ -215,29 +212,32 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         if grades_here:
             expected.get(problem, references.image_id or "unknown", seed)
 
-    seeds = SeedPool(settings, prepare, registry.all)
-    grader = Grader(settings, pool, expected, judge)
+    seeds = SeedPool(settings.seeding, prepare, registry.all)
+    grader = Grader(sandbox, pool, expected, judge)
     notifier = Notifier()
     # The dispatcher needs the processor, which needs the leases and the metrics, which need the
     # dispatcher: these closures read `dispatcher` when called, after it is assigned below.
     dispatcher: Dispatcher
     metrics = Metrics(db, lambda: dispatcher.depth, pool.status)
-    watcher = ProblemWatcher(settings, db, registry)
+    watcher = ProblemWatcher(settings.problems, db, registry)
     leases = Leases(
-        settings,
+        queueing,
         db,
         metrics,
         resubmit=lambda submission_id: dispatcher.submit_blocking(submission_id),
-        max_grading_s=lambda: max_grading_s(settings, registry),
+        max_grading_s=lambda: max_grading_s(sandbox, registry),
     )
-    webhooks = Deliverer(settings, db, registry, metrics)
+    webhooks = Deliverer(settings.webhooks, db, registry, metrics)
     processor = Processor(
-        settings, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
+        queueing, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
     )
-    runs = _runs(settings, grades_here, pool.owner, load_expected, save_expected, judge)
+    runs = _runs(settings, grades_here, owner, load_expected, save_expected, judge)
     calls = _calls(settings, registry, watcher, expected, runs) if role == "worker" else {}
     dispatcher = _dispatcher(settings, role, db, notifier, processor, calls)
     check = _upload_check(settings, grades_here, dispatcher, expected, runs)
+    intake = Intake(
+        queueing, settings.access, limits, settings.webhooks, db, registry, dispatcher, notifier, metrics, seeds
+    )
     return Components(
         settings=settings,
         role=role,
@@ -255,14 +255,33 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         watcher=watcher,
         processor=processor,
         dispatcher=dispatcher,
-        intake=Intake(settings, db, registry, dispatcher, notifier, metrics, seeds),
+        intake=intake,
         uploads=Uploads(
             db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p, settings.check_seeds))
         ),
         runs=runs,
         webhooks=webhooks,
-        submitters=SubmitterAuth(settings),
+        submitters=SubmitterAuth(settings.access),
     )
+
+
+def _pools(
+    sandbox: SandboxSettings, limits: LimitsSettings, owner: str, grades_here: bool
+) -> tuple[SandboxPool, SandboxPool]:
+    """The grading pool and the references'. A Celery-mode API keeps no warm containers; it checks uploads in
+    sandboxes of the check's own. References run in containers that never run a submission (nothing a
+    submission leaves can reach them)."""
+    pool = SandboxPool(sandbox, limits, owner=owner, size=None if grades_here else 0)
+    size = REFERENCE_CONTAINERS if grades_here else 0
+    return pool, SandboxPool(sandbox, limits, owner=f"{owner}-references", size=size, keep_image=False)
+
+
+def _registry(limits: LimitsSettings) -> Registry:
+    """The problems served: each test's limits, where neither it nor its problem sets them, the server's."""
+    defaults = EffectiveLimits(
+        time_s=limits.default_time_s, memory_mb=limits.default_memory_mb, output_kb=limits.default_output_kb
+    )
+    return Registry(defaults, max_memory_mb=limits.max_memory_mb)
 
 
 def _runs(
@@ -275,10 +294,11 @@ def _runs(
 ) -> Runs:
     """Runs never use the pools above: learner code on Run gets containers of its own, and so does the
     reference on a learner's input (a Celery-mode API has none: its runs are tasks on a worker)."""
-    size = settings.runs_pool_size if grades_here else 0
-    pool = SandboxPool(settings, size=size, owner=f"{owner}-runs", keep_image=False)
-    references = SandboxPool(settings, size=size, owner=f"{owner}-run-references", keep_image=False)
-    return Runs(settings, pool, references, load, save, judge=judge)
+    runs, sandbox, limits = settings.runs, settings.sandbox, settings.limits
+    size = runs.pool_size if grades_here else 0
+    pool = SandboxPool(sandbox, limits, owner=f"{owner}-runs", size=size, keep_image=False)
+    references = SandboxPool(sandbox, limits, owner=f"{owner}-run-references", size=size, keep_image=False)
+    return Runs(runs, sandbox, pool, references, load, save, judge=judge)
 
 
 def _dispatcher(
@@ -289,15 +309,16 @@ def _dispatcher(
     processor: Processor,
     calls: dict[str, Call],
 ) -> Dispatcher:
-    if settings.queue == "local":
-        return LocalQueue(processor.process, workers=settings.pool_size, max_size=settings.max_queue)
+    queueing = settings.queueing
+    if queueing.backend == "local":
+        return LocalQueue(processor.process, workers=settings.pool_size, max_size=queueing.max_queue)
     from grader.queue.celery_app import CeleryDispatcher
 
     if role == "worker":  # workers publish progress; the API relays it to its own waiters
-        dispatcher = CeleryDispatcher(settings, db, handler=processor.process, calls=calls)
+        dispatcher = CeleryDispatcher(queueing, db, handler=processor.process, calls=calls)
         notifier.relay = dispatcher.publish
         return dispatcher
-    return CeleryDispatcher(settings, db, on_progress=notifier.wake)
+    return CeleryDispatcher(queueing, db, on_progress=notifier.wake)
 
 
 # -- under Celery: an upload's check and a run, as calls answered by a worker (typed: queue/calls.py) --------
@@ -308,7 +329,9 @@ def _calls(
 
     def check(call: CheckCall) -> CheckAnswer:
         try:
-            report = check_upload(settings, expected, call.text, call.source)
+            report = check_upload(
+                settings.problems, settings.sandbox, settings.limits, expected, call.text, call.source
+            )
         except SandboxUnavailable as exc:
             return CheckAnswer(unavailable=str(exc))
         return CheckAnswer(report=report.model_dump(mode="json"))
@@ -334,9 +357,9 @@ def _upload_check(
 ) -> Callable[[str, str], CheckReport]:
     """An upload's check here; in a Celery-mode API, the check and runs become calls to the workers."""
     if grades_here:
-        return partial(check_upload, settings, expected)
-    runs.remote = partial(_remote_run, dispatcher, settings.run_timeout_s)
-    return partial(_remote_check, dispatcher, settings.upload_check_timeout_s)
+        return partial(check_upload, settings.problems, settings.sandbox, settings.limits, expected)
+    runs.remote = partial(_remote_run, dispatcher, settings.runs.timeout_s)
+    return partial(_remote_check, dispatcher, settings.problems.upload_check_timeout_s)
 
 
 def _remote_check(dispatcher: Any, timeout_s: float, text: str, source: str) -> CheckReport:

@@ -1,17 +1,35 @@
-"""One typed settings object, read once from GRADER_* environment variables; bad values stop start-up."""
+"""One typed settings object, read once from GRADER_* environment variables; bad values stop start-up.
+Each part of the service is given its group of them (grader/config_groups.py), built by a property here."""
 
 from __future__ import annotations
 
-import base64
 import binascii
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from grader.config_groups import (
+    AccessSettings,
+    HttpSettings,
+    JudgeSettings,
+    LimitsSettings,
+    LogFormat,
+    LogLevel,
+    LogSettings,
+    ProblemsSettings,
+    QueueBackend,
+    QueueSettings,
+    RunSettings,
+    SandboxSettings,
+    SeedMode,
+    SeedSettings,
+    StorageSettings,
+    WebhookSettings,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Longer than any origin a client has reason to send (a host name is at most 253 characters).
@@ -49,7 +67,7 @@ def _default_pool_size() -> int:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GRADER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRADER_", extra="ignore", validate_by_name=True)
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
@@ -62,9 +80,13 @@ class Settings(BaseSettings):
 
     # "local": graded in this process. "celery": this process stores and enqueues; `grader worker`
     # processes (on any number of machines, each with its own Docker engine) grade.
-    queue: Literal["local", "celery"] = "local"
+    queue: QueueBackend = "local"
     max_queue: int = Field(1000, ge=1)
-    max_attempts: int = Field(3, ge=1, le=10)
+    # A submission whose grading was started this many times without a verdict is given up. Its old name,
+    # GRADER_MAX_ATTEMPTS, is still read (an attempt is the fencing counter of a grading, not this cap).
+    max_grading_starts: int = Field(
+        3, ge=1, le=10, validation_alias=AliasChoices("GRADER_MAX_GRADING_STARTS", "GRADER_MAX_ATTEMPTS")
+    )
     broker_url: str = "redis://127.0.0.1:6379/0"
     # The Celery queue's name, also the prefix of every Redis key and channel the deployment uses, so that
     # several deployments (or test runs) can share one Redis.
@@ -143,8 +165,8 @@ class Settings(BaseSettings):
     webhook_timeout_s: float = Field(10.0, gt=0, le=120)
     webhook_concurrency: int = Field(8, ge=1, le=256)
 
-    log_format: Literal["text", "json"] = "text"
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: LogFormat = "text"
+    log_level: LogLevel = "INFO"
 
     sandbox_image: str = "torchjudge-sandbox"
     sandbox_runtime: str = "runc"
@@ -183,7 +205,7 @@ class Settings(BaseSettings):
     # Hidden tests' inputs per submission (grader/grading/seeds.py): "pool" draws from a few seeds per
     # problem version whose expected outputs are ready (each used seed_uses times, replaced in the
     # background); "fresh" a new seed every time (a reference run per submission); "fixed" one for all.
-    seeds: Literal["pool", "fresh", "fixed"] = "pool"
+    seeds: SeedMode = "pool"
     seed_pool_size: int = Field(8, ge=1, le=1024)
     seed_uses: int = Field(16, ge=1, le=1_000_000)
     load_time_s: float = Field(10.0, gt=0, le=120)
@@ -246,6 +268,56 @@ class Settings(BaseSettings):
             )
         return self
 
+    # -- the groups (grader/config_groups.py): built from the fields as they are, so a model_copy has its own --
+    @property
+    def http(self) -> HttpSettings:
+        return HttpSettings.of(self)
+
+    @property
+    def access(self) -> AccessSettings:
+        return AccessSettings.of(self)
+
+    @property
+    def storage(self) -> StorageSettings:
+        return StorageSettings.of(self)
+
+    @property
+    def problems(self) -> ProblemsSettings:
+        return ProblemsSettings.of(self)
+
+    @property
+    def queueing(self) -> QueueSettings:
+        return QueueSettings.of(self)
+
+    @property
+    def runs(self) -> RunSettings:
+        return RunSettings.of(self)
+
+    @property
+    def webhooks(self) -> WebhookSettings:
+        return WebhookSettings.of(self)
+
+    @property
+    def logs(self) -> LogSettings:
+        return LogSettings.of(self)
+
+    @property
+    def sandbox(self) -> SandboxSettings:
+        return SandboxSettings.of(self)
+
+    @property
+    def judge(self) -> JudgeSettings:
+        return JudgeSettings.of(self)
+
+    @property
+    def seeding(self) -> SeedSettings:
+        return SeedSettings.of(self)
+
+    @property
+    def limits(self) -> LimitsSettings:
+        return LimitsSettings.of(self)
+
+    # -- values derived from the fields --------------------------------------------------------------------
     @property
     def judge_process_cap(self) -> int:
         return self.judge_processes or self.pool_size + 2
@@ -271,28 +343,20 @@ class Settings(BaseSettings):
 
     @property
     def webhook_hosts(self) -> set[str]:
-        return {host.strip().lower().rstrip(".") for host in self.webhook_allowed_hosts.split(",") if host.strip()}
+        return self.webhooks.hosts
 
     @property
     def webhook_signing_key(self) -> bytes:
-        """The Standard Webhooks signature's HMAC key: a `whsec_` secret's base64-decoded bytes (as their
-        libraries read it), any other secret's UTF-8 bytes (`X-Torchjudge-Signature`'s key, always)."""
-        if self.webhook_secret.startswith("whsec_"):
-            return base64.b64decode(self.webhook_secret.removeprefix("whsec_"), validate=True)
-        return self.webhook_secret.encode()
+        """WebhookSettings.signing_key."""
+        return self.webhooks.signing_key
 
     @property
     def submitter_keys(self) -> list[str]:
-        return [key.strip() for key in self.api_keys.split(",") if key.strip()]
+        return self.access.submitter_keys
 
     @property
     def sqlalchemy_url(self) -> str:
-        url = self.database_url or f"sqlite:///{self.data_dir / 'torchjudge.db'}"
-        # A plain postgres:// URL means the pinned driver, psycopg 3 (SQLAlchemy would pick psycopg2).
-        for plain in ("postgres://", "postgresql://"):
-            if url.startswith(plain):
-                return "postgresql+psycopg://" + url.removeprefix(plain)
-        return url
+        return self.storage.sqlalchemy_url
 
 
 @lru_cache

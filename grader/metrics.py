@@ -81,7 +81,7 @@ class Metrics:
         )
         self.given_up = Counter(
             "torchjudge_submissions_given_up",
-            "Submissions ended as internal_error because their grading was started GRADER_MAX_ATTEMPTS times"
+            "Submissions ended as internal_error because their grading was started GRADER_MAX_GRADING_STARTS times"
             " without finishing (their grader lost each time)",
             registry=self.registry,
         )

@@ -12,13 +12,14 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import docker
 from docker.errors import DockerException, NotFound
 from docker.types import LogConfig, Ulimit
 
 from grader import phases
-from grader.config import Settings
+from grader.config_groups import LimitsSettings, SandboxSettings
 from grader.containers.frames import Frame, FrameDecoder, FrameError, encode_job
 from grader.containers.protocol import (
     DONE,
@@ -72,20 +73,20 @@ class JobOutcome:
     tests: list[tuple[TestHeader, bytes]] = field(default_factory=list)
 
 
-def owner_label(settings: Settings) -> str:
+def owner_label(data_dir: Path) -> str:
     """Which service owns a container: its data directory. A restart removes its own orphans only."""
     import hashlib
 
-    return hashlib.sha256(str(settings.data_dir.resolve()).encode()).hexdigest()[:16]
+    return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
 
 
-def ipc_sysctls(settings: Settings) -> dict[str, str]:
+def ipc_sysctls(sandbox: SandboxSettings) -> dict[str, str]:
     """Limits of the container's private IPC namespace. SysV shared memory is not a file: without
     these it could hold all the container's memory, and outlive the process that made it, so that the
     OOM killer, with no child left to pick, would take the runner. Capped like the scratch tmpfs, and
     destroyed when its last user detaches or dies (shm_rmid_forced)."""
     page = os.sysconf("SC_PAGE_SIZE")
-    shm_bytes = settings.sandbox_tmpfs_mb * 1024 * 1024
+    shm_bytes = sandbox.tmpfs_mb * 1024 * 1024
     return {
         "kernel.shm_rmid_forced": "1",
         "kernel.shmmax": str(shm_bytes),
@@ -125,10 +126,13 @@ def _may_skip(job: Job, outcome: JobOutcome) -> bool:
 
 
 class SandboxContainer:
-    def __init__(self, client: docker.DockerClient, settings: Settings, owner: str | None = None) -> None:
+    def __init__(
+        self, client: docker.DockerClient, sandbox: SandboxSettings, limits: LimitsSettings, owner: str
+    ) -> None:
         self.client = client
-        self.settings = settings
-        self.owner = owner or owner_label(settings)
+        self.sandbox = sandbox
+        self.limits = limits
+        self.owner = owner  # the label of its pool's containers (owner_label, or a pool's own)
         self.name = f"torchjudge-sandbox-{uuid.uuid4().hex[:12]}"
         self.container_id: str | None = None
         self.uses = 0
@@ -136,7 +140,7 @@ class SandboxContainer:
         self._response = None
         self._pending = bytearray()
         self._frames: deque[Frame] = deque()
-        self._decoder = FrameDecoder(max_body=settings.max_result_bytes + 1024 * 1024)
+        self._decoder = FrameDecoder(max_body=sandbox.max_result_bytes + 1024 * 1024)
         self._stderr = b""
         self.hello: HelloHeader | None = None
         # After a job's last result the runner cleans the container and then says whether it is clean
@@ -146,12 +150,12 @@ class SandboxContainer:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        settings = self.settings
+        sandbox = self.sandbox
         # Sized for the largest limit a problem may have: each test's process is held to its own problem's
         # limit inside (RLIMIT_DATA, or RLIMIT_AS under gVisor: sandbox/runner/confine.py).
-        memory_mb = settings.max_memory_mb + settings.sandbox_memory_overhead_mb
-        pids_limit = settings.sandbox_pids_limit
-        if is_gvisor(settings.sandbox_runtime):
+        memory_mb = self.limits.max_memory_mb + sandbox.memory_overhead_mb
+        pids_limit = sandbox.pids_limit
+        if is_gvisor(sandbox.runtime):
             memory_mb += GVISOR_EXTRA_MEMORY_MB
             pids_limit *= GVISOR_PIDS_FACTOR
         memory = memory_mb * 1024 * 1024
@@ -159,19 +163,19 @@ class SandboxContainer:
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
-            tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={settings.sandbox_tmpfs_mb}m,mode=1777"},
+            tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={sandbox.tmpfs_mb}m,mode=1777"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=pids_limit,
             mem_limit=memory,
             memswap_limit=memory,
-            nano_cpus=int(settings.sandbox_cpus * 1e9),
+            nano_cpus=int(sandbox.cpus * 1e9),
             # No docker-init: the runner's zygote is PID 1, the one process a submission cannot signal.
             init=False,
             ulimits=[Ulimit(name="nofile", soft=256, hard=256), Ulimit(name="core", soft=0, hard=0)],
-            runtime=settings.sandbox_runtime,
+            runtime=sandbox.runtime,
             ipc_mode="private",
-            sysctls=ipc_sysctls(settings),
+            sysctls=ipc_sysctls(sandbox),
             log_config=no_host_logs(),
             # When the grader goes away (even by kill -9) the attach stream closes, the runner sees
             # EOF on stdin and exits; the engine then removes the container, so none is left behind.
@@ -179,10 +183,10 @@ class SandboxContainer:
         )
         # The runner reads every file of the image into the page cache at start (sandbox/runner/prewarm.py),
         # except under gVisor, whose sentry would keep a copy of them in this container's memory.
-        command = [] if settings.sandbox_prewarm and not is_gvisor(settings.sandbox_runtime) else ["--no-prewarm"]
+        command = [] if sandbox.prewarm and not is_gvisor(sandbox.runtime) else ["--no-prewarm"]
         try:
             created = api.create_container(
-                settings.sandbox_image,
+                sandbox.image,
                 command=command or None,
                 name=self.name,
                 stdin_open=True,
@@ -201,7 +205,7 @@ class SandboxContainer:
         except DockerException as exc:
             self.remove()
             raise SandboxLost(f"cannot start a sandbox container: {exc}") from exc
-        deadline = time.monotonic() + settings.sandbox_start_timeout_s
+        deadline = time.monotonic() + sandbox.start_timeout_s
         try:
             frame = self._next_frame(deadline)
         except SandboxLost:

@@ -18,8 +18,8 @@ import time
 
 import docker
 
-from grader.config import Settings
-from grader.containers.container import LABEL, NoSandboxFree, SandboxContainer, SandboxLost, owner_label
+from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.containers.container import LABEL, NoSandboxFree, SandboxContainer, SandboxLost
 from grader.containers.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)
@@ -45,21 +45,24 @@ def _remove_leftover(container: docker.models.containers.Container) -> None:
 class SandboxPool:
     def __init__(
         self,
-        settings: Settings,
+        sandbox: SandboxSettings,
+        limits: LimitsSettings,
+        *,
+        owner: str,
         client: docker.DockerClient | None = None,
         size: int | None = None,
-        owner: str | None = None,
         keep_image: bool = True,
     ) -> None:
-        self.settings = settings
+        self.sandbox = sandbox
+        self.limits = limits  # the largest memory a test may ask, which each container is sized for
         self.client = client
-        # Whose containers these are (a label): a pool removes its owner's leftovers at start, so a pool
-        # beside another (a problem check's) needs an owner of its own.
-        self.owner = owner or owner_label(settings)
+        # Whose containers these are (a label: the service's owner_label, or a pool's own): a pool removes its
+        # owner's leftovers at start, so a pool beside another (a problem check's) needs an owner of its own.
+        self.owner = owner
         # Whether this pool keeps the image's pages resident (prewarm.py): for pools that run submissions.
         self.keep_image = keep_image
         # size=0: no warm containers, only the engine (a Celery-mode API).
-        self.size = settings.pool_size if size is None else size
+        self.size = sandbox.pool_size if size is None else size
         self._idle: queue.Queue[SandboxContainer] = queue.Queue()
         self._lock = threading.Lock()
         self._starting = 0
@@ -72,8 +75,8 @@ class SandboxPool:
         self._out: dict[SandboxContainer, float] = {}
         self._watchdog: threading.Thread | None = None
         self._keeper: ImageKeeper | None = None
-        # Containers settling after a job are waited for by threads kept for it (starting a thread per
-        # job cost some 0.5 ms before each verdict): one more starts only when none is free.
+        # Containers settling after a job are waited for by threads kept for it (a thread started per job
+        # delayed each verdict: docs/BENCHMARKS.md, "Costs behind the code"): one more starts only when none is free.
         self._to_settle: queue.SimpleQueue[SandboxContainer | None] = queue.SimpleQueue()
         self._settlers_free = 0
 
@@ -92,7 +95,7 @@ class SandboxPool:
                 from grader.containers.container import docker_client
 
                 self.client = docker_client()
-            self.image_id = self.client.images.get(self.settings.sandbox_image).id
+            self.image_id = self.client.images.get(self.sandbox.image).id
             for old in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.owner}"}):
                 _remove_leftover(old)
         except docker.errors.DockerException as exc:
@@ -114,9 +117,9 @@ class SandboxPool:
                 return
 
     def _begin(self) -> None:
-        if self.size and self.keep_image and self.settings.sandbox_prewarm:
+        if self.size and self.keep_image and self.sandbox.prewarm:
             # Every page of the image resident in the host's memory before any sandbox starts (prewarm.py).
-            self._keeper = keep_image_resident(self.client, self.settings)
+            self._keeper = keep_image_resident(self.client, self.sandbox, self.owner)
         for _ in range(self.size):
             self._spawn()
         if self.size:
@@ -133,7 +136,7 @@ class SandboxPool:
     def _warm_one(self) -> None:
         delay = 0.5
         while True:
-            container = SandboxContainer(self.client, self.settings, owner=self.owner)  # type: ignore[arg-type]
+            container = SandboxContainer(self.client, self.sandbox, self.limits, self.owner)  # type: ignore[arg-type]
             try:
                 container.start()
             except SandboxLost as exc:
@@ -158,7 +161,7 @@ class SandboxPool:
     # -- use -----------------------------------------------------------------------------------
     def acquire(self, timeout: float | None = None, due_in_s: float = 3600.0) -> SandboxContainer:
         """A warm container, due back within due_in_s (after which the watchdog takes it away)."""
-        timeout = self.settings.sandbox_acquire_timeout_s if timeout is None else timeout
+        timeout = self.sandbox.acquire_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -184,7 +187,7 @@ class SandboxPool:
             if container not in self._out:
                 return  # released twice, or reclaimed by the watchdog, which replaced it already
             closed = self._closed
-        if reusable and not closed and container.uses < self.settings.sandbox_reuse and container.settling:
+        if reusable and not closed and container.uses < self.sandbox.reuse and container.settling:
             self._settle_later(container)
             return
         self._take_back(container, reusable)
@@ -226,7 +229,7 @@ class SandboxPool:
                 return  # reclaimed by the watchdog meanwhile, which replaced it already
             self._busy -= 1
             closed = self._closed
-        if reusable and not closed and container.uses < self.settings.sandbox_reuse:
+        if reusable and not closed and container.uses < self.sandbox.reuse:
             self._idle.put(container)
             return
         threading.Thread(target=container.remove, daemon=True).start()

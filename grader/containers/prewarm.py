@@ -8,14 +8,14 @@ reading changes nothing.
 Each runc sandbox reads the whole image itself at start (sandbox/runner/prewarm.py), but that is not
 enough on its own: the pages a container brings in are charged to its own memory cgroup, where memory
 pressure (a submission allocating up to its limit) evicts them again; the host evicts pages nobody
-touched for a while (memory pressure, or proactive reclaim: the machines this was measured on page
-out unmapped page cache idle for about a minute); and a gVisor sandbox must not read the image itself
+touched for a while (memory pressure, or proactive reclaim: docs/BENCHMARKS.md, "Costs behind the
+code"); and a gVisor sandbox must not read the image itself
 (its sentry would keep a copy in the sandbox's memory).
 
 So the pool starts, before any sandbox, a KEEPER: a container of the image that maps every file of the
 image and locks the mappings in memory (mlock), then waits for its stdin to close. Locked pages are
 resident, unevictable by any reclaim, and charged to no sandbox. It costs the image's size of the
-host's memory (about 820 MB) once per host: pages are shared, so a second pool's keeper costs only
+host's memory once per host: pages are shared, so a second pool's keeper costs only
 its page tables. The keeper runs the image's own code only (no submission ever enters it), under runc
 (the host's page cache is what matters, also for gVisor sandboxes), with the sandbox's hardening
 (no network, read-only, no-new-privileges) but a memory limit above the image's size, and as root with
@@ -39,8 +39,8 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
-from grader.config import Settings
-from grader.containers.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs, owner_label
+from grader.config_groups import SandboxSettings
+from grader.containers.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,9 @@ MEMORY_HEADROOM_MB = 512
 MAX_OUTPUT = 64 * 1024
 
 
-def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bool) -> str:
+def _create(client: docker.DockerClient, image: str, owner: str, name: str, keep: bool) -> str:
     api = client.api
-    image_bytes = int(client.images.get(settings.sandbox_image).attrs.get("Size") or 0)
+    image_bytes = int(client.images.get(image).attrs.get("Size") or 0)
     memory = image_bytes + MEMORY_HEADROOM_MB * 1024 * 1024
     host_config = api.create_host_config(
         network_mode="none",
@@ -75,7 +75,7 @@ def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bo
         log_config=no_host_logs(),
     )
     created = api.create_container(
-        settings.sandbox_image,
+        image,
         entrypoint=PREWARM + (["--keep"] if keep else []),
         name=name,
         user="0:0" if keep else "10001:10001",
@@ -83,7 +83,7 @@ def _create(client: docker.DockerClient, settings: Settings, name: str, keep: bo
         network_disabled=True,
         stdin_open=keep,
         tty=False,
-        labels={LABEL: owner_label(settings)},
+        labels={LABEL: owner},
         host_config=host_config,
     )
     return str(created["Id"])
@@ -134,7 +134,9 @@ def _counts(output: bytes) -> dict:
     raise ValueError(f"no counts in {output[-300:]!r}")
 
 
-def prewarm_image(client: docker.DockerClient, settings: Settings, timeout_s: float = TIMEOUT_S) -> dict | None:
+def prewarm_image(
+    client: docker.DockerClient, sandbox: SandboxSettings, owner: str, timeout_s: float = TIMEOUT_S
+) -> dict | None:
     """Reads every file of the image once, in a one-off container; waits for it. Returns its counts
     (files, bytes, seconds), or None when it could not run (logged: not fatal)."""
     started = time.monotonic()
@@ -142,7 +144,7 @@ def prewarm_image(client: docker.DockerClient, settings: Settings, timeout_s: fl
     container_id = None
     sock = None
     try:
-        container_id = _create(client, settings, name, keep=False)
+        container_id = _create(client, sandbox.image, owner, name, keep=False)
         response, sock = _attach(client, container_id, stdin=False)
         client.api.start(container_id)
         output = _stdout(sock, started + timeout_s, line=False)
@@ -175,9 +177,10 @@ def _remove(client: docker.DockerClient, container_id: str, name: str) -> None:
 class ImageKeeper:
     """The keeper container (module docstring): started by start(), gone after close()."""
 
-    def __init__(self, client: docker.DockerClient, settings: Settings) -> None:
+    def __init__(self, client: docker.DockerClient, sandbox: SandboxSettings, owner: str) -> None:
         self.client = client
-        self.settings = settings
+        self.sandbox = sandbox
+        self.owner = owner  # its label: the pool's owner, whose leftovers a restart removes
         self.name = f"torchjudge-pagecache-{uuid.uuid4().hex[:12]}"
         self.container_id: str | None = None
         self.counts: dict | None = None
@@ -189,7 +192,7 @@ class ImageKeeper:
         started = time.monotonic()
         api = self.client.api
         try:
-            self.container_id = _create(self.client, self.settings, self.name, keep=True)
+            self.container_id = _create(self.client, self.sandbox.image, self.owner, self.name, keep=True)
             # Its stdin is held open for the keeper's lifetime, closed by close() or by this process's end;
             # its stdout says once, in one line, that every page is locked.
             self._response, self._sock = _attach(self.client, self.container_id, stdin=True)
@@ -227,11 +230,11 @@ class ImageKeeper:
             self.container_id = None
 
 
-def keep_image_resident(client: docker.DockerClient, settings: Settings) -> ImageKeeper | None:
+def keep_image_resident(client: docker.DockerClient, sandbox: SandboxSettings, owner: str) -> ImageKeeper | None:
     """What the pool calls at start, before any sandbox: the keeper when `sandbox_pin_image` is on
     (or, if it cannot start, a one-off read of the image); never raises."""
-    if settings.sandbox_pin_image:
-        keeper = ImageKeeper(client, settings)
+    if sandbox.pin_image:
+        keeper = ImageKeeper(client, sandbox, owner)
         try:
             counts = keeper.start()
         except Exception as exc:  # noqa: BLE001 - an engine error, a timeout: fall back, never fatal
@@ -241,5 +244,5 @@ def keep_image_resident(client: docker.DockerClient, settings: Settings) -> Imag
             if counts.get("locked_bytes", 0) < counts.get("bytes", 0):
                 log.warning("the page-cache keeper could not lock every page (RLIMIT_MEMLOCK): %s", counts)
             return keeper
-    prewarm_image(client, settings)
+    prewarm_image(client, sandbox, owner)
     return None

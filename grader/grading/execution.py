@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader import phases
-from grader.config import Settings
+from grader.config_groups import SandboxSettings
 from grader.containers.container import LOADING, SandboxContainer, SandboxLost
 from grader.containers.protocol import Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
 from grader.containers.values import MalformedValue, decode_value
@@ -144,7 +144,7 @@ class Sticky:
             self.container = None
 
 
-def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int | None = None) -> Job:
+def build_job(problem: ProblemSpec, source: str, sandbox: SandboxSettings, seed: int | None = None) -> Job:
     """The job for one module: every test with its seed (grading/seeds.py) under the submission's seed, and
     its limits."""
     seeds = per_test_seeds(problem, seed)
@@ -159,20 +159,20 @@ def build_job(problem: ProblemSpec, source: str, settings: Settings, seed: int |
             )
             for test, test_seed, limits in zip(problem.tests, seeds, problem.test_limits, strict=True)
         ),
-        max_result_bytes=settings.max_result_bytes,
-        load_time_s=settings.load_time_s,
+        max_result_bytes=sandbox.max_result_bytes,
+        load_time_s=sandbox.load_time_s,
         helpers=getattr(problem, "helpers", ""),
         skip_after_timeout=getattr(problem, "after_timeout", "skip") != "run",
     )
 
 
-def job_bound_s(problem: ProblemSpec, settings: Settings) -> float:
+def job_bound_s(problem: ProblemSpec, sandbox: SandboxSettings) -> float:
     """The trusted side's own bound on a whole job: the runner enforces each test's limit itself."""
     limits = problem.test_limits
     # The first load, then what the runner lets fresh children take to load again (messages.py
     # Job.reload_budget_s: one load per change of memory between tests, one for reloads after a crash).
     loads = 2 + memory_switches(limits)
-    return loads * settings.load_time_s + sum(test.time_s + 1.0 for test in limits) + 15.0
+    return loads * sandbox.load_time_s + sum(test.time_s + 1.0 for test in limits) + 15.0
 
 
 OnTest = Callable[[int, int, TestRun], None]  # (container_no, test index, its run)
@@ -182,14 +182,14 @@ def run_module(
     sandboxes: Sandboxes,
     problem: ProblemSpec,
     source: str,
-    settings: Settings,
+    sandbox: SandboxSettings,
     on_test: OnTest | None = None,
     seed: int | None = None,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
     can be had. on_test hears each test as it lands, with the number of the container it ran in (0; 1 when
     the first was lost: a second container starts the tests again)."""
-    job = build_job(problem, source, settings, seed)
+    job = build_job(problem, source, sandbox, seed)
     lost: list[SandboxLost] = []
     tests: dict[int, TestRun] = {}
     for container_no in range(CONTAINERS_PER_MODULE):
@@ -204,7 +204,7 @@ def run_module(
                 except Exception:  # a listener's failure must not cost the run
                     log.exception("a listener of test %d failed", header.index + 1)
 
-        bound = job_bound_s(problem, settings)
+        bound = job_bound_s(problem, sandbox)
         try:
             with phases.timed("handout"):
                 container = sandboxes.acquire(due_in_s=bound)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grader.config import Settings
+from grader.config_groups import SandboxSettings
 from grader.containers.protocol import Outcome
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.execution import MISSING, ModuleRun, Sticky, run_module
@@ -125,12 +125,12 @@ class ExpectedCache:
 
     def __init__(
         self,
-        settings: Settings,
+        sandbox: SandboxSettings,
         sandboxes: Sandboxes,
         load: Callable[[str], bytes | None],
         save: Callable[[str, bytes], None],
     ) -> None:
-        self.settings = settings
+        self.sandbox = sandbox
         self.sandboxes = sandboxes
         self._load = load
         self._save = save
@@ -201,6 +201,6 @@ class ExpectedCache:
         # One container for every module in turn: they are the problem's own code.
         sandboxes = Sticky(self.sandboxes)
         try:
-            return [run_module(sandboxes, problem, source, self.settings, seed=seed) for source in sources]
+            return [run_module(sandboxes, problem, source, self.sandbox, seed=seed) for source in sources]
         finally:
             sandboxes.close()

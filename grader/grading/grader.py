@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 
 from grader import phases
-from grader.config import Settings
+from grader.config_groups import SandboxSettings
 from grader.containers.container import SandboxLost
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module
@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 
 class Grader:
-    def __init__(self, settings: Settings, sandboxes: Sandboxes, expected: ExpectedCache, judge: Judge = LOCAL) -> None:
-        self.settings = settings
+    def __init__(
+        self, sandbox: SandboxSettings, sandboxes: Sandboxes, expected: ExpectedCache, judge: Judge = LOCAL
+    ) -> None:
+        self.sandbox = sandbox  # what a job may take to load and send back
         self.sandboxes = sandboxes
         self.expected = expected
         self.judge = judge  # where returned values are judged: in bounded processes (grading/isolated.py)
@@ -81,7 +83,7 @@ class Grader:
                     log.exception("publishing a test's progress failed")
 
         try:
-            run = run_module(self.sandboxes, problem, source, self.settings, landed, seed=seed)
+            run = run_module(self.sandboxes, problem, source, self.sandbox, landed, seed=seed)
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
         return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from grader.background import BackgroundLoop
-from grader.config import Settings
+from grader.config_groups import SeedSettings
 from grader.grading.model import ProblemSpec
 from grader.grading.selection import positions_of
 
@@ -70,11 +70,11 @@ class SeedPool(BackgroundLoop):
 
     def __init__(
         self,
-        settings: Settings,
+        seeding: SeedSettings,
         prepare: Callable[[ProblemSpec, int], None],
         problems: Callable[[], Sequence[ProblemSpec]],
     ) -> None:
-        self.settings = settings
+        self.seeding = seeding
         self.prepare = prepare  # computes (and caches) the expected outputs of a problem under a seed
         self.problems = problems
         self._ready: dict[str, list[list[int]]] = {}  # "id:version" -> [[seed, uses left], ...]
@@ -85,7 +85,7 @@ class SeedPool(BackgroundLoop):
         """The seed for a new submission of `problem` (None when no test draws fresh inputs)."""
         if not draws_fresh(problem):
             return None
-        mode = self.settings.seeds
+        mode = self.seeding.mode
         if mode == "fixed":
             return FIXED_SEED
         if mode == "fresh":
@@ -105,21 +105,21 @@ class SeedPool(BackgroundLoop):
 
     def offer(self, problem: ProblemSpec, seeds: Sequence[int | None]) -> None:
         """Seeds whose expected outputs were computed elsewhere (an upload's check): ready to be drawn."""
-        if not draws_fresh(problem) or self.settings.seeds != "pool":
+        if not draws_fresh(problem) or self.seeding.mode != "pool":
             return
         with self._lock:
             ready = self._ready.setdefault(_key(problem), [])
             known = {entry[0] for entry in ready}
-            room = self.settings.seed_pool_size - len(ready)
+            room = self.seeding.pool_size - len(ready)
             for seed in [seed for seed in seeds if seed is not None and seed not in known][: max(0, room)]:
-                ready.append([seed, self.settings.seed_uses])
+                ready.append([seed, self.seeding.uses])
 
     def ready_count(self, problem: ProblemSpec) -> int:
         with self._lock:
             return len(self._ready.get(_key(problem), []))
 
     def start(self) -> None:
-        if self.settings.seeds == "pool":
+        if self.seeding.mode == "pool":
             super().start()
 
     def run_once(self) -> bool:
@@ -128,7 +128,7 @@ class SeedPool(BackgroundLoop):
         for problem in self.problems():
             if self.stopping:
                 return False
-            if draws_fresh(problem) and self.ready_count(problem) < self.settings.seed_pool_size:
+            if draws_fresh(problem) and self.ready_count(problem) < self.seeding.pool_size:
                 worked |= self._add_one(problem)
         return worked
 
@@ -140,7 +140,7 @@ class SeedPool(BackgroundLoop):
             log.warning("expected outputs of %s under a new seed unavailable: %s", problem.id, exc)
             return False
         with self._lock:
-            self._ready.setdefault(_key(problem), []).append([seed, self.settings.seed_uses])
+            self._ready.setdefault(_key(problem), []).append([seed, self.seeding.uses])
         return True
 
 

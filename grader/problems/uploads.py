@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.config import Settings
+from grader.config_groups import LimitsSettings, ProblemsSettings, SandboxSettings
 from grader.grading.expected import ExpectedCache
 from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker
@@ -44,7 +44,14 @@ class Uploaded:
     checked: bool = True  # False: the very version already served, neither checked again nor stored
 
 
-def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, source: str) -> CheckReport:
+def check_upload(
+    problems: ProblemsSettings,
+    sandbox: SandboxSettings,
+    limits: LimitsSettings,
+    expected: ExpectedCache | None,
+    text: str,
+    source: str,
+) -> CheckReport:
     """An upload's check (the same as `grader problems check`), in sandboxes of its own. When it passes, the
     reference's outputs it computed under each of its seeds (and the pitfalls') go into the expected-output
     cache, so that no submission runs the reference again for them. Raises SandboxUnavailable.
@@ -52,8 +59,8 @@ def check_upload(settings: Settings, expected: ExpectedCache | None, text: str, 
     Where the check runs: in the API process on one machine; on a worker under Celery (grader/worker.py),
     whose cache is the same database."""
     # Rounds end within the budget, and well within what the API waits for a worker's answer.
-    budget_s = min(settings.upload_check_budget_s, 0.8 * settings.upload_check_timeout_s)
-    with ProblemChecker(settings, seeds=settings.check_seeds, budget_s=budget_s) as checker:
+    budget_s = min(problems.upload_check_budget_s, 0.8 * problems.upload_check_timeout_s)
+    with ProblemChecker(sandbox, limits, seeds=problems.check_seeds, budget_s=budget_s) as checker:
         report = checker.check_text(text, source)
         if report.ok and expected is not None and checker.problem is not None:
             image_id = checker.sandboxes().image_id or "unknown"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from grader.config import Settings
+from grader.config_groups import ProblemsSettings
 from grader.problems.registry import Registry, directory_fingerprint
 from grader.storage import problem_data
 from grader.storage.db import Database
@@ -15,8 +15,8 @@ log = logging.getLogger(__name__)
 
 
 class ProblemWatcher:
-    def __init__(self, settings: Settings, db: Database, registry: Registry) -> None:
-        self.settings = settings
+    def __init__(self, problems: ProblemsSettings, db: Database, registry: Registry) -> None:
+        self.problems = problems
         self.db = db
         self.registry = registry
         self._files_seen: frozenset[tuple[str, int, int]] = frozenset()
@@ -28,8 +28,8 @@ class ProblemWatcher:
     def load(self) -> None:
         """Reads both sources once (at start)."""
         self.load_uploads()
-        self._files_seen = directory_fingerprint(self.settings.problems_dir)
-        self.registry.load_dir(self.settings.problems_dir)
+        self._files_seen = directory_fingerprint(self.problems.dir)
+        self.registry.load_dir(self.problems.dir)
 
     def load_uploads(self) -> None:
         with self.db.session() as session:
@@ -39,7 +39,7 @@ class ProblemWatcher:
         self.registry.set_uploads(texts)
 
     def start(self) -> None:
-        if self.settings.problems_poll_s > 0:
+        if self.problems.poll_s > 0:
             self._thread = threading.Thread(target=self._watch, name="problems-watch", daemon=True)
             self._thread.start()
 
@@ -49,7 +49,7 @@ class ProblemWatcher:
             self._thread.join(timeout=10)
 
     def _watch(self) -> None:
-        while not self._stopping.wait(self.settings.problems_poll_s):
+        while not self._stopping.wait(self.problems.poll_s):
             try:
                 self.poll()
             except Exception:  # a failed poll must not end the watching; the next one tries again
@@ -68,12 +68,12 @@ class ProblemWatcher:
             log.exception("polling the problems failed")
 
     def _poll_files(self) -> bool:
-        files = directory_fingerprint(self.settings.problems_dir)
+        files = directory_fingerprint(self.problems.dir)
         if files == self._files_seen:
             return False
         self._files_seen = files
         before = {p.id: p.version for p in self.registry.all()}
-        self.registry.load_dir(self.settings.problems_dir)
+        self.registry.load_dir(self.problems.dir)
         after = {p.id: p.version for p in self.registry.all()}
         log.info(
             "problems reloaded: %d added, %d removed, %d changed",

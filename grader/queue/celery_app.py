@@ -35,7 +35,7 @@ import redis
 from celery import Celery, Task
 from pydantic import BaseModel, ValidationError
 
-from grader.config import Settings
+from grader.config_groups import QueueSettings
 from grader.queue.calls import ANSWERS, CHECK_TASK, REQUESTS, RUN_TASK, Answer
 from grader.storage import crud, lease_data
 from grader.storage.db import Database
@@ -70,25 +70,25 @@ class RemoteUnavailable(Exception):
 
 
 def make_celery(
-    settings: Settings,
+    queueing: QueueSettings,
     handler: Callable[[str], None] | None = None,
     calls: dict[str, Call] | None = None,
     reply: Reply | None = None,
 ) -> Celery:
     """The Celery app; `handler` grades one submission (a worker's), None where nothing is consumed;
     `calls` answer CHECK_TASK and RUN_TASK (a worker's), their answers sent back with `reply`."""
-    app = Celery("torchjudge", broker=settings.broker_url, set_as_current=False)
+    app = Celery("torchjudge", broker=queueing.broker_url, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         broker_transport_options={
-            "visibility_timeout": settings.celery_visibility_timeout_s,
+            "visibility_timeout": queueing.visibility_timeout_s,
             # Every key of this deployment under one prefix: deployments and test runs share a Redis safely.
-            "global_keyprefix": f"{settings.celery_queue}:",
+            "global_keyprefix": f"{queueing.celery_queue}:",
         },
         broker_connection_retry_on_startup=True,
-        task_default_queue=settings.celery_queue,
+        task_default_queue=queueing.celery_queue,
         task_serializer="json",
         accept_content=["json"],
         # Verdicts live in the database: no result backend.
@@ -143,19 +143,19 @@ class CeleryDispatcher:
 
     def __init__(
         self,
-        settings: Settings,
+        queueing: QueueSettings,
         db: Database,
         on_progress: Callable[[str, bool], None] | None = None,
         handler: Callable[[str], None] | None = None,
         calls: dict[str, Call] | None = None,
     ) -> None:
-        self.settings = settings
+        self.queueing = queueing
         self.db = db
-        self.app = make_celery(settings, handler, calls, reply=lambda key, result: self._reply(key, result))
-        self.channel = f"{settings.celery_queue}:progress"
+        self.app = make_celery(queueing, handler, calls, reply=lambda key, result: self._reply(key, result))
+        self.channel = f"{queueing.celery_queue}:progress"
         self._on_progress = on_progress
         self._redis = redis.Redis.from_url(
-            settings.broker_url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30
+            queueing.broker_url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30
         )
         self._stopping = threading.Event()
         self._listener: threading.Thread | None = None
@@ -179,10 +179,10 @@ class CeleryDispatcher:
         # The dispatch lease first: should the send fail or the message be lost, a reaper sends it again.
         with self.db.session() as session:
             lease_data.set_dispatch_lease(
-                session, submission_ids=[submission_id], lease_s=self.settings.redispatch_after_s
+                session, submission_ids=[submission_id], lease_s=self.queueing.redispatch_after_s
             )
         try:
-            self.app.send_task(GRADE_TASK, args=[submission_id], queue=self.settings.celery_queue)
+            self.app.send_task(GRADE_TASK, args=[submission_id], queue=self.queueing.celery_queue)
         except Exception as exc:  # the broker is down: the submission is stored and will be sent again
             log.error(
                 "could not send %s to the broker (%s); it is sent again when its lease runs out", submission_id, exc
@@ -212,12 +212,12 @@ class CeleryDispatcher:
     def call(self, name: str, request: BaseModel, timeout_s: float) -> Answer:
         """Sends a call (a request of queue/calls.py) to the workers and waits up to timeout_s for its answer,
         of that call's answer model. Raises RemoteTimeout, RemoteUnavailable."""
-        reply_to = f"{self.settings.celery_queue}:reply:{uuid.uuid4().hex}"
+        reply_to = f"{self.queueing.celery_queue}:reply:{uuid.uuid4().hex}"
         deadline = time.time() + timeout_s
         payload = request.model_dump(mode="json")
         try:
             self.app.send_task(
-                name, args=[payload, reply_to, deadline], queue=self.settings.celery_queue, expires=timeout_s
+                name, args=[payload, reply_to, deadline], queue=self.queueing.celery_queue, expires=timeout_s
             )
         except Exception as exc:
             raise RemoteUnavailable(f"the broker does not answer: {exc}") from exc

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from grader.config import Settings
+from grader.config_groups import QueueSettings
 from grader.grading.verdict import Status
 from grader.logs import submission_logging
 from grader.metrics import Metrics
@@ -23,13 +23,13 @@ log = logging.getLogger(__name__)
 class Leases:
     def __init__(
         self,
-        settings: Settings,
+        queueing: QueueSettings,
         db: Database,
         metrics: Metrics,
         resubmit: Callable[[str], None],
         max_grading_s: Callable[[], float],
     ) -> None:
-        self.settings = settings
+        self.queueing = queueing
         self.db = db
         self.metrics = metrics
         self.resubmit = resubmit
@@ -60,7 +60,7 @@ class Leases:
             thread.join(timeout=10)
 
     def _renew(self) -> None:
-        interval = self.settings.lease_s / 3
+        interval = self.queueing.lease_s / 3
         while not self._stopping.wait(interval):
             self.renew_once()
 
@@ -73,7 +73,7 @@ class Leases:
             try:
                 with self.db.session() as session:
                     kept = lease_data.renew_lease(
-                        session, submission_id=submission_id, attempt=attempt, lease_s=self.settings.lease_s
+                        session, submission_id=submission_id, attempt=attempt, lease_s=self.queueing.lease_s
                     )
             except Exception as exc:  # the next round tries again; the lease has slack for it
                 log.warning("renewing the lease of %s failed: %s", submission_id, exc)
@@ -82,7 +82,7 @@ class Leases:
                 log.info("%s was taken from this attempt (a regrade, or its lease ran out)", submission_id)
 
     def _reap(self) -> None:
-        interval = max(0.5, min(self.settings.lease_s / 2, 10.0))
+        interval = max(0.5, min(self.queueing.lease_s / 2, 10.0))
         while True:
             try:
                 self.reap_expired()
@@ -94,10 +94,10 @@ class Leases:
     def reap_expired(self) -> int:
         """Queues again, and sends again, every submission whose holder let its lease run out; how many.
         In local mode only running ones: queued ones wait in this process's own queue."""
-        redispatch_after_s = self.settings.redispatch_after_s
+        redispatch_after_s = self.queueing.redispatch_after_s
         with self.db.session() as session:
             expired = lease_data.expired_leases(
-                session, unleased_after_s=redispatch_after_s, running_only=self.settings.queue == "local"
+                session, unleased_after_s=redispatch_after_s, running_only=self.queueing.backend == "local"
             )
         requeued = 0
         for submission_id, status in expired:

@@ -56,7 +56,7 @@ class Submission(Base):
     traceback: Mapped[str | None] = mapped_column(Text, nullable=True)
     tests: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     # Every grading ever started (the token that fences a stale attempt off), and those started since
-    # the last verdict or regrade: past GRADER_MAX_ATTEMPTS of these, the submission is given up.
+    # the last verdict or regrade: past GRADER_MAX_GRADING_STARTS of these, the submission is given up.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     grading_starts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -92,14 +92,14 @@ def parse_items(
                 raise Refused(422, message(exc)) from None
             if item.payload.seed is not None and not admin:
                 raise Refused(403, "seed: only the admin may choose a submission's seed")
-            check_source(item.payload.source, intake.settings.max_source_bytes)
+            check_source(item.payload.source, intake.limits.max_source_bytes)
             item.problem = intake.problem(item.payload.problem_id)
             url = item.payload.callback_url
             if url is not None:  # each address resolved once per batch, and few of them
                 if url not in checked and len(checked) >= MAX_CALLBACKS:
                     raise Refused(422, f"callback_url: at most {MAX_CALLBACKS} different ones per batch")
                 if url not in checked:
-                    checked[url] = check_callback(url, intake.settings)
+                    checked[url] = check_callback(url, intake.webhooks)
                 item.callback = checked[url]
         except Refused as refused:
             item.refused = _refusal(index, refused)
@@ -110,13 +110,13 @@ def parse_items(
 def check_room(intake: Intake, session: Session, submitter: Submitter, client_address: str | None, count: int) -> None:
     """Refused (429, Retry-After) unless the submitter's rate and the queue have room for `count` more;
     (422) when the batch is larger than the rate limit allows in any minute."""
-    per_minute = intake.settings.rate_limit_per_minute
+    per_minute = intake.access.rate_limit_per_minute
     if per_minute and count > per_minute:
         raise Refused(
             422, f"a batch of {count} items is over the rate limit of {per_minute} submissions per minute; send fewer"
         )
     check_rate(session, submitter, per_minute, client_address, needed=count)
-    room = intake.settings.max_queue - intake.dispatcher.depth
+    room = intake.queueing.max_queue - intake.dispatcher.depth
     if count > room:
         intake.metrics.refused.labels("queue_full").inc()
         raise Refused(

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from grader.config import Settings
+from grader.config_groups import WebhookSettings
 from grader.submissions.addresses import refusal
 from grader.submissions.submitters import Refused
 
@@ -138,11 +138,11 @@ def parse(url: str) -> Callback:
     )
 
 
-def resolve(callback: Callback, settings: Settings, lookups: Lookups, deadline: float) -> Callback:
+def resolve(callback: Callback, webhooks: WebhookSettings, lookups: Lookups, deadline: float) -> Callback:
     """The callback with the addresses to connect to, each checked; Refused (422) when one is internal
     and the host is not allowed, OSError/TimeoutError when the host does not resolve in time."""
     name = callback.host
-    allowed = name in settings.webhook_hosts
+    allowed = name in webhooks.hosts
     if not allowed and (name == "localhost" or name.endswith(".localhost")):
         raise Refused(422, f"callback_url: {name} is loopback" + _ALLOW_HINT)
     if callback.literal:
@@ -160,11 +160,11 @@ def resolve(callback: Callback, settings: Settings, lookups: Lookups, deadline: 
     return replace(callback, addresses=tuple(addresses))
 
 
-def check(url: str, settings: Settings) -> Callback:
+def check(url: str, webhooks: WebhookSettings) -> Callback:
     """The intake's check: parsed and resolved within GRADER_WEBHOOK_TIMEOUT_S; Refused (422) otherwise."""
     callback = parse(url)
     try:
-        return resolve(callback, settings, INTAKE_LOOKUPS, time.monotonic() + settings.webhook_timeout_s)
+        return resolve(callback, webhooks, INTAKE_LOOKUPS, time.monotonic() + webhooks.timeout_s)
     except (OSError, UnicodeError) as exc:  # socket.gaierror and TimeoutError among them
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise Refused(422, f"callback_url: {callback.host} does not resolve ({detail[:200]})") from None

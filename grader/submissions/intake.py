@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
-from grader.config import Settings
+from grader.config_groups import AccessSettings, LimitsSettings, QueueSettings, WebhookSettings
 from grader.grading.seeds import SeedPool
 from grader.grading.verdict import FINAL
 from grader.metrics import Metrics
@@ -67,7 +67,10 @@ def check_source(source: str, max_bytes: int) -> None:
 class Intake:
     def __init__(
         self,
-        settings: Settings,
+        queueing: QueueSettings,
+        access: AccessSettings,
+        limits: LimitsSettings,
+        webhooks: WebhookSettings,
         db: Database,
         registry: Registry,
         dispatcher: Dispatcher,
@@ -75,7 +78,11 @@ class Intake:
         metrics: Metrics,
         seeds: SeedPool,
     ) -> None:
-        self.settings = settings
+        self.queueing = queueing  # the queue's bound, and the lease of a submission stored already taken
+        self.access = access  # the submitters' rate limit
+        # What a batch's items are checked against (submissions/batches.py): the source's size, callback URLs.
+        self.limits = limits
+        self.webhooks = webhooks
         self.seeds = seeds
         self.db = db
         self.registry = registry
@@ -128,7 +135,7 @@ class Intake:
                     "batch_id": batch_id,
                     "owner_hash": submitter.owner_hash if submitter.key_hash is None else None,
                     # A grader of this process waits: the submission is stored as it takes it (no second write).
-                    "taken_for_s": self.settings.lease_s if self.dispatcher.idle > 0 else None,
+                    "taken_for_s": self.queueing.lease_s if self.dispatcher.idle > 0 else None,
                 }
                 if idempotency is None:
                     submission = crud.create_submission(
@@ -168,11 +175,11 @@ class Intake:
 
     def _check_limits(self, session: Session, submitter: Submitter, client_address: str | None) -> None:
         try:
-            check_rate(session, submitter, self.settings.rate_limit_per_minute, client_address)
+            check_rate(session, submitter, self.access.rate_limit_per_minute, client_address)
         except Refused:
             self.metrics.refused.labels("rate_limited").inc()
             raise
-        if self.dispatcher.depth >= self.settings.max_queue:
+        if self.dispatcher.depth >= self.queueing.max_queue:
             self.metrics.refused.labels("queue_full").inc()
             raise Refused(429, QUEUE_FULL, reason="queue_full", headers={"Retry-After": "5"})
 

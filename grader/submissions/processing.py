@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Row
 
 from grader import phases
-from grader.config import Settings
+from grader.config_groups import QueueSettings
 from grader.grading.grader import Grader
 from grader.grading.verdict import Status, Verdict
 from grader.logs import submission_logging
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 class Processor:
     def __init__(
         self,
-        settings: Settings,
+        queueing: QueueSettings,
         db: Database,
         registry: Registry,
         grader: Grader,
@@ -40,7 +40,7 @@ class Processor:
         refresh_problems: Callable[[], None],
         after_verdict: Callable[[str], None] = lambda submission_id: None,  # with a callback_url
     ) -> None:
-        self.settings = settings
+        self.queueing = queueing  # the lease a grading holds, and how many starts a submission gets
         self.db = db
         self.registry = registry
         self.grader = grader
@@ -69,10 +69,10 @@ class Processor:
 
     def _take(self, submission_id: str) -> Row[Any] | None:
         """The submission's row, taken for grading here; None when it is not to be graded here."""
-        max_starts = self.settings.max_attempts
+        max_starts = self.queueing.max_grading_starts
         with phases.timed("take"), self.db.session() as session:
             submission = crud.mark_running(
-                session, submission_id=submission_id, lease_s=self.settings.lease_s, max_starts=max_starts
+                session, submission_id=submission_id, lease_s=self.queueing.lease_s, max_starts=max_starts
             )
             if submission is None:
                 if crud.give_up_unfinished(
@@ -85,7 +85,7 @@ class Processor:
 
     def _grade_stored(self, submission_id: str, taken: Row[Any] | None) -> bool:
         """Whether it was graded here."""
-        max_starts = self.settings.max_attempts
+        max_starts = self.queueing.max_grading_starts
         taken_at = datetime.now(UTC)
         submission = taken if taken is not None else self._take(submission_id)
         if submission is None:
@@ -178,7 +178,7 @@ class Processor:
 
 
 def given_up(max_starts: int) -> str:
-    """The message of a submission given up after GRADER_MAX_ATTEMPTS gradings that never finished."""
+    """The message of a submission given up after GRADER_MAX_GRADING_STARTS gradings that never finished."""
     return (
         f"grading was started {max_starts} times without finishing (each time, the grader working on it was"
         " lost: killed, or out of memory); it is not tried again. Check the submission for what could take"

@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from grader.config import Settings
+from grader.config_groups import QueueSettings
 from grader.problems.registry import Registry
 from grader.storage import crud
 from grader.storage.db import Database
@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 def regrade(
-    settings: Settings, db: Database, registry: Registry, resubmit: Callable[[str], None], problem_id: str
+    queueing: QueueSettings, db: Database, registry: Registry, resubmit: Callable[[str], None], problem_id: str
 ) -> int:
     """Re-queues every submission of a problem; how many. KeyError for an unknown problem."""
     problem = registry.get(problem_id)
@@ -26,7 +26,7 @@ def regrade(
             session,
             problem_id=problem_id,
             problem_version=problem.version,
-            dispatch_lease_s=settings.redispatch_after_s,
+            dispatch_lease_s=queueing.redispatch_after_s,
         )
     log.info("regrading %d submissions of %s against version %s", count, problem_id, problem.version)
     if to_queue:

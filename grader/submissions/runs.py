@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader import vocabulary
-from grader.config import Settings
+from grader.config_groups import RunSettings, SandboxSettings
 from grader.containers.container import SandboxContainer, SandboxLost
 from grader.containers.pool import SandboxPool
 from grader.containers.protocol import Outcome
@@ -143,7 +143,8 @@ class Runs:
 
     def __init__(
         self,
-        settings: Settings,
+        runs: RunSettings,
+        sandbox: SandboxSettings,
         pool: SandboxPool,
         references: SandboxPool,
         load: Callable[[str], bytes | None],
@@ -151,16 +152,17 @@ class Runs:
         remote: RemoteRun | None = None,
         judge: Judge = LOCAL,
     ) -> None:
-        self.settings = settings
+        self.runs = runs
+        self.sandbox = sandbox  # what a job may take to load and send back
         self.pool = pool
         self.references = references
         self.remote = remote
         self.judge = judge
-        self._pool = _Within(pool, settings.run_wait_s)
-        self._references = _Within(references, settings.run_wait_s)
-        self.expected = ExpectedCache(settings, self._references, load, save)
-        overall = settings.run_concurrency or 2 * settings.runs_pool_size
-        self.limits = RunLimits(settings.run_rate_per_minute, settings.run_concurrency_per_client, overall)
+        self._pool = _Within(pool, runs.wait_s)
+        self._references = _Within(references, runs.wait_s)
+        self.expected = ExpectedCache(sandbox, self._references, load, save)
+        overall = runs.concurrency or 2 * runs.pool_size
+        self.limits = RunLimits(runs.rate_per_minute, runs.concurrency_per_client, overall)
         # Every admitted run holds one thread of each until its work ends: no queue forms behind them.
         self._work = ThreadPoolExecutor(max_workers=overall, thread_name_prefix="run")
         self._side = ThreadPoolExecutor(max_workers=overall, thread_name_prefix="run-reference")
@@ -209,7 +211,7 @@ class Runs:
             raise Refused(503, "the service is stopping", headers=RETRY) from None
         future.add_done_callback(lambda _future: admission.release())
         # Under Celery the call has this same bound and answers 504 itself: a little slack lets it.
-        timeout = self.settings.run_timeout_s + (5.0 if self.remote is not None else 0.0)
+        timeout = self.runs.timeout_s + (5.0 if self.remote is not None else 0.0)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
@@ -279,7 +281,7 @@ class Runs:
 
     def _module(self, sandboxes: Sandboxes, plan: Selection, source: str) -> ModuleRun:
         try:
-            return run_module(sandboxes, plan, source, self.settings)
+            return run_module(sandboxes, plan, source, self.sandbox)
         except NoSandbox as exc:
             raise Refused(503, f"no sandbox to run in now: {exc}", headers=RETRY) from None
 

@@ -17,7 +17,7 @@ from datetime import UTC, timedelta
 
 from sqlalchemy.orm import Session
 
-from grader.config import Settings
+from grader.config_groups import AccessSettings
 from grader.storage import crud
 from grader.storage.db import utcnow
 
@@ -64,8 +64,8 @@ def owner_hash(headers: Mapping[str, str]) -> str | None:
 
 
 class SubmitterAuth:
-    def __init__(self, settings: Settings) -> None:
-        self._hashes = [hash_key(key) for key in settings.submitter_keys]
+    def __init__(self, access: AccessSettings) -> None:
+        self._hashes = [hash_key(key) for key in access.submitter_keys]
 
     @property
     def enabled(self) -> bool:

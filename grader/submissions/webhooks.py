@@ -31,6 +31,7 @@ from uuid import uuid4
 
 from grader.background import BackgroundLoop
 from grader.config import Settings
+from grader.config_groups import WebhookSettings
 from grader.grading.verdict import FINAL, Status
 from grader.metrics import Metrics
 from grader.problems.registry import Registry
@@ -60,13 +61,15 @@ def standard_signature(key: bytes, message_id: str, timestamp: int, body: bytes)
     return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
-def check_callback(url: str | None, settings: Settings) -> str | None:
-    """The callback URL of a new submission, checked (its host resolved); None when there is none."""
+def check_callback(url: str | None, settings: WebhookSettings | Settings) -> str | None:
+    """The callback URL of a new submission, checked (its host resolved); None when there is none. Given the
+    webhooks group, or the whole Settings (as the API holds them), of which it reads that group."""
     if url is None:
         return None
-    if not settings.webhook_secret:
+    webhooks = settings if isinstance(settings, WebhookSettings) else settings.webhooks
+    if not webhooks.secret:
         raise Refused(422, "callback_url: webhooks are off on this server (no GRADER_WEBHOOK_SECRET)")
-    callbacks.check(url, settings)
+    callbacks.check(url, webhooks)
     return url
 
 
@@ -85,11 +88,11 @@ class Attempt:
 
 
 def attempt(
-    url: str, message_id: str, body: bytes, settings: Settings, lookups: Lookups, tls: ssl.SSLContext
+    url: str, message_id: str, body: bytes, webhooks: WebhookSettings, lookups: Lookups, tls: ssl.SSLContext
 ) -> Attempt:
     """One attempt of a delivery: the URL checked again (DNS may have changed), then the POST, all
     within GRADER_WEBHOOK_TIMEOUT_S."""
-    timeout = settings.webhook_timeout_s
+    timeout = webhooks.timeout_s
     deadline = time.monotonic() + timeout
     timestamp = int(time.time())
     headers = [
@@ -98,11 +101,11 @@ def attempt(
         ("Connection", "close"),
         ("webhook-id", message_id),
         ("webhook-timestamp", str(timestamp)),
-        ("webhook-signature", standard_signature(settings.webhook_signing_key, message_id, timestamp, body)),
-        (SIGNATURE_HEADER, sign(settings.webhook_secret, body)),
+        ("webhook-signature", standard_signature(webhooks.signing_key, message_id, timestamp, body)),
+        (SIGNATURE_HEADER, sign(webhooks.secret, body)),
     ]
     try:
-        callback = callbacks.resolve(callbacks.parse(url), settings, lookups, deadline)
+        callback = callbacks.resolve(callbacks.parse(url), webhooks, lookups, deadline)
         status = post(callback, headers, body, deadline, tls)
     except Refused as refused:
         return Attempt("refused", refused.detail)
@@ -128,12 +131,14 @@ class Deliverer(BackgroundLoop):
 
     thread_name = "webhooks"
 
-    def __init__(self, settings: Settings, db: Database, registry: Registry, metrics: Metrics | None = None) -> None:
-        self.settings = settings
+    def __init__(
+        self, webhooks: WebhookSettings, db: Database, registry: Registry, metrics: Metrics | None = None
+    ) -> None:
+        self.webhooks = webhooks
         self.db = db
         self.registry = registry
         self.metrics = metrics
-        self.lookups = Lookups(2 * settings.webhook_concurrency)
+        self.lookups = Lookups(2 * webhooks.concurrency)
         self._ready: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._busy = 0
         self._lock = threading.Lock()
@@ -143,7 +148,7 @@ class Deliverer(BackgroundLoop):
 
     def start(self) -> None:
         self._tls = ssl.create_default_context()  # certificates checked against the URL's host name
-        for number in range(self.settings.webhook_concurrency):
+        for number in range(self.webhooks.concurrency):
             sender = threading.Thread(target=self._send_loop, name=f"webhook-sender-{number}", daemon=True)
             sender.start()
             self._senders.append(sender)
@@ -166,13 +171,11 @@ class Deliverer(BackgroundLoop):
 
     def _claim(self) -> bool:
         with self._lock:
-            free = self.settings.webhook_concurrency - self._busy
+            free = self.webhooks.concurrency - self._busy
         if free <= 0:
             return False  # a sender that finishes kicks the loop
         with self.db.session() as session:
-            due = webhook_data.claim_due_webhooks(
-                session, claim_s=self.settings.webhook_timeout_s + CLAIM_MARGIN_S, limit=free
-            )
+            due = webhook_data.claim_due_webhooks(session, claim_s=self.webhooks.timeout_s + CLAIM_MARGIN_S, limit=free)
         with self._lock:
             self._busy += len(due)
         for submission_id in due:
@@ -214,7 +217,7 @@ class Deliverer(BackgroundLoop):
         if self._tls is None:
             self._tls = ssl.create_default_context()
         started = time.monotonic()
-        result = attempt(url, message_id, body, self.settings, self.lookups, self._tls)
+        result = attempt(url, message_id, body, self.webhooks, self.lookups, self._tls)
         if self.metrics is not None:
             self.metrics.webhook_seconds.observe(time.monotonic() - started)
             self.metrics.webhook_attempts.labels(result.outcome).inc()
@@ -226,7 +229,7 @@ class Deliverer(BackgroundLoop):
     ) -> None:
         now = datetime.now(UTC)
         finished = finished_at if finished_at is None or finished_at.tzinfo else finished_at.replace(tzinfo=UTC)
-        give_up = finished is not None and now - finished > timedelta(seconds=self.settings.webhook_retry_s)
+        give_up = finished is not None and now - finished > timedelta(seconds=self.webhooks.retry_s)
         if error is None:
             status, next_at = "delivered", None
         elif give_up:

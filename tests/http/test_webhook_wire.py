@@ -57,7 +57,7 @@ def tls() -> ssl.SSLContext:
 
 def _attempt(url: str, settings: Settings, tls: ssl.SSLContext, body: bytes = BODY) -> tuple[str, str | None, float]:
     started = time.monotonic()
-    result = attempt(url, "msg_test", body, settings, Lookups(4), tls)
+    result = attempt(url, "msg_test", body, settings.webhooks, Lookups(4), tls)
     return result.outcome, result.error, time.monotonic() - started
 
 
@@ -132,9 +132,9 @@ def test_a_lookup_that_never_answers_is_cut_at_the_deadline(
     lookups = Lookups(2)
     try:
         started = time.monotonic()
-        result = attempt("http://slow.test/", "msg_test", BODY, settings, lookups, tls)
+        result = attempt("http://slow.test/", "msg_test", BODY, settings.webhooks, lookups, tls)
         assert result.outcome == "timeout" and time.monotonic() - started < DEADLINE_S + SLACK_S
-        attempt("http://slow.test/", "msg_test", BODY, settings, lookups, tls)
+        attempt("http://slow.test/", "msg_test", BODY, settings.webhooks, lookups, tls)
         # Both lookups still hang, each holding its slot: a third waits for none and creates no thread.
         threads = threading.active_count()
         started = time.monotonic()

@@ -12,6 +12,6 @@ from grader.problems.check import ProblemChecker
 
 def graded(checker: ProblemChecker, problem: ProblemSpec, source: str) -> Verdict:
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))

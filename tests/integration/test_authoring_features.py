@@ -21,7 +21,8 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 
@@ -29,9 +30,9 @@ def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     """A submission graded as the Grader grades it: the reference's outputs, then the module judged."""
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
 
 
 STATS = """\

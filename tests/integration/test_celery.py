@@ -76,7 +76,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
             api.stop()
             drop_redis_keys(queue)
             engine = docker.from_env()
-            label = owner_label(worker_settings(make_settings(root / "data"), "w"))
+            label = owner_label(worker_settings(make_settings(root / "data"), "w").data_dir)
             for container in engine.containers.list(all=True, filters={"label": f"{LABEL}={label}"}):
                 container.remove(force=True)  # none after a clean stop; this test's own if any
             engine.close()

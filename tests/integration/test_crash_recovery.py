@@ -65,9 +65,8 @@ def _attempts(database: Database, submission_id: str) -> int:
 
 def _remove_containers_of(settings_data_dir: Path) -> None:
     """Removes the sandbox containers a killed process left (only ever this test's own)."""
-    settings = make_settings(settings_data_dir)
     client = docker.from_env()
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL}={owner_label(settings)}"}):
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL}={owner_label(settings_data_dir)}"}):
         container.remove(force=True)
     client.close()
 

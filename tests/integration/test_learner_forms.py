@@ -67,16 +67,17 @@ DESCRIBED = {
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 
 def grade(checker: ProblemChecker, source: str) -> Verdict:
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
 
 
 REFERENCE_DESCRIBED = "def described(x):\n    return {'shape': tuple(x.shape), 'sizes': [int(s) for s in x.shape]}\n"

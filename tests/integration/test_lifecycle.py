@@ -84,7 +84,7 @@ def test_no_sandbox_image_is_internal_error_not_the_submissions_fault(tmp_path: 
             tmp_path,
             sandbox_image="torchjudge-no-such-image",
             pool_size=1,
-            max_attempts=1,
+            max_grading_starts=1,
             sandbox_acquire_timeout_s=1.0,
         )
     )

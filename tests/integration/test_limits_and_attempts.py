@@ -2,7 +2,7 @@
 
 - anonymous submitters are rate limited per client address, as keyed ones are per key;
 - that address is the one a trusted proxy forwards (GRADER_TRUSTED_PROXIES), never one a client names;
-- a submission whose grading was started GRADER_MAX_ATTEMPTS times without a verdict (each grader lost
+- a submission whose grading was started GRADER_MAX_GRADING_STARTS times without a verdict (each grader lost
   on it) ends as internal_error, is counted, and is never taken again; a regrade starts the count over;
   a restarted local service gives it up too.
 """
@@ -107,7 +107,7 @@ def _lost_graders(service: Components, submission_id: str, times: int) -> None:
     for _ in range(times):
         with service.db.session() as session:
             taken = crud.mark_running(
-                session, submission_id=submission_id, lease_s=-1.0, max_starts=service.settings.max_attempts
+                session, submission_id=submission_id, lease_s=-1.0, max_starts=service.settings.max_grading_starts
             )
             assert taken is not None
 
@@ -117,8 +117,8 @@ def _store(service: Components) -> str:
         return crud.create_submission(session, problem_id="embedding-layer", problem_version="v", source=REFERENCE).id
 
 
-def test_a_submission_started_max_attempts_times_ends_as_internal_error(make_client: MakeClient) -> None:
-    client, service = make_client(max_attempts=3)
+def test_a_submission_started_max_grading_starts_times_ends_as_internal_error(make_client: MakeClient) -> None:
+    client, service = make_client(max_grading_starts=3)
     submission_id = _store(service)
     _lost_graders(service, submission_id, 3)
     with service.db.session() as session:  # a fourth grader may not take it
@@ -142,7 +142,7 @@ def test_a_submission_started_max_attempts_times_ends_as_internal_error(make_cli
 
 
 def test_fewer_starts_than_the_limit_are_graded_again(make_client: MakeClient) -> None:
-    _client, service = make_client(max_attempts=3)
+    _client, service = make_client(max_grading_starts=3)
     submission_id = _store(service)
     _lost_graders(service, submission_id, 2)
     with service.db.session() as session:
@@ -153,7 +153,7 @@ def test_fewer_starts_than_the_limit_are_graded_again(make_client: MakeClient) -
 def test_a_restarted_local_service_gives_up_a_poison_submission(tmp_path: Path) -> None:
     """Three local services died grading it (their runs left it running, started three times); the fourth
     one to start ends it instead of grading it again."""
-    settings = make_settings(tmp_path / "data", pool_size=1, problems_poll_s=0, max_attempts=3)
+    settings = make_settings(tmp_path / "data", pool_size=1, problems_poll_s=0, max_grading_starts=3)
     first = build(settings)
     upgrade_to_head(first.db.engine)
     submission_id = _store(first)

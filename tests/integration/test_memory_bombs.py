@@ -56,7 +56,8 @@ BOMBS = {
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 
@@ -64,9 +65,9 @@ def grade(checker: ProblemChecker, source: str) -> Verdict:
     limits = EffectiveLimits(time_s=2, memory_mb=MEMORY_MB, output_kb=64)
     problem = Registry(limits).make(parse_problem(PROBLEM, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
 
 
 def test_the_same_memory_bomb_is_memory_limit_exceeded_every_time(checker: ProblemChecker) -> None:

@@ -56,7 +56,8 @@ tests:
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data")), seeds=1) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
         yield checker
 
 
@@ -67,14 +68,14 @@ def _problem(text: str = PROBLEM) -> LoadedProblem:
 
 def _grade(checker: ProblemChecker, problem: LoadedProblem, source: str) -> Verdict:
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.settings))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
 
 
 def test_each_test_gets_its_own_limits_in_the_job() -> None:
     problem = _problem()
-    job = build_job(problem, problem.reference, Settings())
+    job = build_job(problem, problem.reference, Settings().sandbox)
     assert [(t.limits.time_s, t.limits.memory_mb, t.limits.output_kb) for t in job.tests] == [
         (1.0, 512, 64),
         (1.0, 1536, 64),

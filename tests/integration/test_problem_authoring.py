@@ -15,7 +15,6 @@ from pathlib import Path
 import docker
 import pytest
 
-from grader.config import Settings
 from grader.containers.container import LABEL, owner_label
 from tests.conftest import PROBLEMS_DIR
 
@@ -42,7 +41,7 @@ def run_check(data_dir: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
 
 
 def leftover_containers(data_dir: Path) -> list[str]:
-    label = f"{LABEL}={owner_label(Settings(data_dir=data_dir))}"
+    label = f"{LABEL}={owner_label(data_dir)}"
     return [c.name for c in docker.from_env().containers.list(all=True, filters={"label": label})]
 
 

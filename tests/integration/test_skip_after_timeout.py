@@ -52,7 +52,8 @@ LOOPER = "def twice(n):\n    while n >= 1:\n        pass\n    return 2 * n\n"
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data")), seeds=1) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
         yield checker
 
 
@@ -60,10 +61,10 @@ def grade(checker: ProblemChecker, text: str, source: str) -> tuple[Verdict, flo
     registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64))
     problem = registry.make(registry.parse(text, "loops.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.settings)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
     started = time.monotonic()  # the submission's own run only
-    run = run_module(sandboxes, problem, source, checker.settings)
+    run = run_module(sandboxes, problem, source, checker.sandbox)
     return judge_module(problem, expected, run), time.monotonic() - started
 
 

@@ -83,7 +83,7 @@ def checker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         pytest.skip(f"the {runtime} runtime is not registered with the Docker engine")
     load_time_s = 30.0 if runtime != "runc" else 10.0  # gVisor reads the image's files slowly
     settings = Settings(data_dir=tmp_path_factory.mktemp("data"), sandbox_runtime=runtime, load_time_s=load_time_s)
-    with ProblemChecker(settings) as checker:
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 

@@ -84,7 +84,8 @@ def loss(w):
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 

@@ -114,7 +114,7 @@ def celery_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tes
             api.stop()
             drop_redis_keys(queue)
             engine = docker.from_env()
-            label = owner_label(worker_settings(make_settings(root / "data"), "calls"))
+            label = owner_label(worker_settings(make_settings(root / "data"), "calls").data_dir)
             for container in engine.containers.list(all=True, filters={"label": f"{LABEL}={label}"}):
                 container.remove(force=True)
             engine.close()

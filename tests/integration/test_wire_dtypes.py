@@ -77,7 +77,8 @@ tests:
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    with ProblemChecker(Settings(data_dir=tmp_path_factory.mktemp("data"))) as checker:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 
@@ -89,7 +90,7 @@ def test_every_wire_dtype_arrives_as_itself_bit_for_bit(checker: ProblemChecker)
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(
         parse_problem(problem_text(), "wire-dtypes.yaml")
     )
-    run = run_module(checker.sandboxes(), problem, problem.reference, checker.settings)
+    run = run_module(checker.sandboxes(), problem, problem.reference, checker.sandbox)
     value = run.value(0)
     assert sorted(value) == NAMES
     for name in NAMES:

@@ -237,7 +237,7 @@ def test_a_problem_that_loads_builds_a_job(time_s: str) -> None:
     except ProblemError as refused:  # refused at load, saying why: fine
         assert "time_s" in str(refused)
         return
-    build_job(problem, MODULE, Settings())
+    build_job(problem, MODULE, Settings().sandbox)
 
 
 @pytest.mark.parametrize("limits", ["time_s: .nan", "time_s: .inf", "time_s: 0", "memory_mb: 8192", "memory_mb: true"])
@@ -253,7 +253,7 @@ def test_the_whole_job_bound_covers_a_reload_at_every_memory_switch() -> None:
     settings = Settings()
     problem = _problem(*(f"memory_mb: {256 if index % 2 else 512}" for index in range(10)))
     worst = 10 * settings.load_time_s + sum(limits.time_s for limits in problem.test_limits)
-    assert job_bound_s(problem, settings) >= worst
+    assert job_bound_s(problem, settings.sandbox) >= worst
 
 
 def test_the_whole_job_bound_covers_a_reload_after_every_test_that_ends_its_process() -> None:
@@ -265,9 +265,9 @@ def test_the_whole_job_bound_covers_a_reload_after_every_test_that_ends_its_proc
     problem = _problem(*("time_s: 0.5" for _ in range(10)), after_timeout="run")
     # The runner's own worst case: the first load, every reload within the job's reload budget (the tests
     # left past it are errors), every test's time.
-    job = build_job(problem, MODULE, settings)
+    job = build_job(problem, MODULE, settings.sandbox)
     worst = settings.load_time_s + job.reload_budget_s() + sum(limits.time_s for limits in problem.test_limits)
-    assert job_bound_s(problem, settings) >= worst, (job_bound_s(problem, settings), worst)
+    assert job_bound_s(problem, settings.sandbox) >= worst, (job_bound_s(problem, settings.sandbox), worst)
 
 
 @pytest.mark.docker
@@ -280,8 +280,9 @@ def test_in_the_real_sandbox_an_exception_in_emoji_is_that_tests_error_not_a_los
 
     problem = _problem("", "")
     source = "def f(x):\n    if x == 0:\n        raise ValueError('\\U0001F600' * 20000)\n    return x\n"
-    with ProblemChecker(Settings(data_dir=tmp_path), seeds=1) as checker:
-        run = run_module(checker.sandboxes(), problem, source, checker.settings)
+    settings = Settings(data_dir=tmp_path)
+    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
+        run = run_module(checker.sandboxes(), problem, source, checker.sandbox)
     assert not run.lost, run.lost
     assert run.load is not None and run.load.status is Outcome.OK
     assert [run.tests[i].header.status for i in (0, 1)] == [Outcome.ERROR, Outcome.OK]

@@ -240,11 +240,12 @@ def test_every_container_of_the_service_logs_nothing_to_the_host(service: object
 def test_the_one_off_read_of_the_image_reports_over_its_attach_stream(tmp_path: Path) -> None:
     """With the keeper off (sandbox_pin_image=false) the pool reads the image once in a container that
     logs nothing either: its line of counts comes over the attach stream."""
-    from grader.containers.container import docker_client
+    from grader.containers.container import docker_client, owner_label
     from grader.containers.prewarm import prewarm_image
     from tests.conftest import make_settings
 
-    counts = prewarm_image(docker_client(), make_settings(tmp_path, sandbox_pin_image=False))
+    sandbox = make_settings(tmp_path, sandbox_pin_image=False).sandbox
+    counts = prewarm_image(docker_client(), sandbox, owner_label(tmp_path))
     assert counts is not None and counts["files"] > 1000 and counts["bytes"] > 100 * MIB, counts
 
 

@@ -78,7 +78,8 @@ def apply(weight, x):
 @pytest.fixture(scope="module")
 def checker(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
     data_dir: Path = tmp_path_factory.mktemp(f"wire-{sandbox_runtime}")
-    with ProblemChecker(security_settings(data_dir, sandbox_runtime)) as checker:
+    settings = security_settings(data_dir, sandbox_runtime)
+    with ProblemChecker(settings.sandbox, settings.limits) as checker:
         yield checker
 
 

@@ -31,7 +31,7 @@ def make_service(tmp_path: Path, problem_yaml: str, mutate, **overrides: object)
         "problems_dir": problems,
         "admin_token": TOKEN,
         "problems_poll_s": 0,
-        "max_attempts": 1,
+        "max_grading_starts": 1,
     }
     values.update(overrides)
     service = build(Settings(**values))  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from grader.queue.celery_app import make_celery
 def _worker(tmp_path: Path, calls: dict) -> tuple[object, list]:
     replies: list = []
     app = make_celery(
-        Settings(data_dir=tmp_path, queue="celery"),
+        Settings(data_dir=tmp_path, queue="celery").queueing,
         calls=calls,
         reply=lambda key, result: replies.append((key, result)),
     )

@@ -12,6 +12,7 @@ import pytest
 
 from grader.config import Settings
 from grader.containers import pool as pool_module
+from grader.containers.container import owner_label
 from grader.containers.pool import SandboxPool
 
 
@@ -46,14 +47,15 @@ class Engine:
         return SimpleNamespace(id="sha256:feed")
 
 
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path)
+def pool_of(tmp_path: Path, engine: Engine) -> SandboxPool:
+    settings = Settings(data_dir=tmp_path)
+    return SandboxPool(settings.sandbox, settings.limits, owner=owner_label(tmp_path), client=engine, size=0)  # type: ignore[arg-type]
 
 
 def test_leftovers_already_being_removed_do_not_stop_the_start(tmp_path: Path) -> None:
     gone = docker.errors.NotFound("no such container")
     leftovers = [Leftover(conflict()), Leftover(gone), Leftover(None)]
-    pool = SandboxPool(settings(tmp_path), client=Engine(leftovers), size=0)
+    pool = pool_of(tmp_path, Engine(leftovers))
     pool.start()
     assert pool.image_id == "sha256:feed" and pool.last_error is None
     assert leftovers[2].removed
@@ -63,7 +65,7 @@ def test_leftovers_already_being_removed_do_not_stop_the_start(tmp_path: Path) -
 def test_another_engine_error_on_a_leftover_is_reported(tmp_path: Path) -> None:
     response = SimpleNamespace(status_code=500, reason="Server Error", url="http://docker/containers/x")
     broken = Leftover(docker.errors.APIError("driver failed", response=response))
-    pool = SandboxPool(settings(tmp_path), client=Engine([broken]), size=0)
+    pool = pool_of(tmp_path, Engine([broken]))
     pool.start()
     assert pool.image_id is None
     assert "500 Server Error" in (pool.last_error or "")
@@ -73,7 +75,7 @@ def test_another_engine_error_on_a_leftover_is_reported(tmp_path: Path) -> None:
 def test_an_engine_that_is_not_ready_at_start_is_tried_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_module, "CONNECT_RETRY_S", 0.05)
     engine = Engine([], image_after=2)
-    pool = SandboxPool(settings(tmp_path), client=engine, size=0)
+    pool = pool_of(tmp_path, engine)
     pool.start()
     assert pool.image_id is None and "no such image" in (pool.last_error or "")
     deadline = time.monotonic() + 5

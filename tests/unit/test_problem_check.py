@@ -103,7 +103,7 @@ def raised(message: str, line: int | None = None, traceback: str | None = None) 
 
 @pytest.fixture
 def settings(tmp_path) -> Settings:
-    return Settings(data_dir=tmp_path, max_attempts=2)
+    return Settings(data_dir=tmp_path, max_grading_starts=2)
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ class Harness:
             return sandbox
 
         self.sandboxes = ScriptedSandboxes(start)
-        self.checker = ProblemChecker(settings, self.sandboxes, **checker)  # type: ignore[arg-type]
+        self.checker = ProblemChecker(settings.sandbox, settings.limits, self.sandboxes, **checker)  # type: ignore[arg-type]
 
     def check(self, text: str) -> tuple[CheckReport, list[CheckStep]]:
         seen: list[CheckStep] = []
@@ -215,7 +215,7 @@ def test_an_invalid_file_starts_no_sandbox(settings, problem_yaml, mutate, line_
         raise AssertionError("a file that does not validate must not reach a sandbox")
 
     text = mutate(problem_yaml, "difficulty: easy", "difficulty: trivial")
-    with ProblemChecker(settings, ScriptedSandboxes(start)) as checker:  # type: ignore[arg-type]
+    with ProblemChecker(settings.sandbox, settings.limits, ScriptedSandboxes(start)) as checker:  # type: ignore[arg-type]
         report = checker.check_text(text, SOURCE)
     assert not report.ok
     schema = step(report, "schema")
@@ -226,7 +226,8 @@ def test_an_invalid_file_starts_no_sandbox(settings, problem_yaml, mutate, line_
 
 
 def test_schema_only_stops_after_the_schema(settings, problem_yaml) -> None:
-    with ProblemChecker(settings, ScriptedSandboxes(lambda: pytest.fail("no sandbox"))) as checker:  # type: ignore[arg-type]
+    sandboxes = ScriptedSandboxes(lambda: pytest.fail("no sandbox"))
+    with ProblemChecker(settings.sandbox, settings.limits, sandboxes) as checker:  # type: ignore[arg-type]
         report = checker.check_text(problem_yaml, SOURCE, schema_only=True)
     assert [s.name for s in report.steps] == ["schema"] and report.ok
 
@@ -344,7 +345,7 @@ def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_ya
         problem.pitfalls[0].code: lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}],
         problem.pitfalls[1].code: lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(0, 0)}],
     }
-    report, _ = Harness(Settings(max_attempts=1), script, make_body).check(text)
+    report, _ = Harness(Settings(max_grading_starts=1), script, make_body).check(text)
     pitfalls = step(report, "pitfalls")
     assert pitfalls.status == StepStatus.OK
     assert pitfalls.warnings == ["a submission that makes pitfall 'also identity' gets the hint of 'identity' instead"]
@@ -477,7 +478,7 @@ def test_no_sandbox_is_unavailable_not_the_problems_fault(settings, problem_yaml
     def start() -> None:
         raise SandboxLost("no engine")
 
-    checker = ProblemChecker(settings, ScriptedSandboxes(start))  # type: ignore[arg-type]
+    checker = ProblemChecker(settings.sandbox, settings.limits, ScriptedSandboxes(start))  # type: ignore[arg-type]
     with checker, pytest.raises(SandboxUnavailable, match="no engine"):
         checker.check_text(problem_yaml, SOURCE)
 

@@ -554,5 +554,5 @@ def test_the_trusted_sides_bound_on_a_job_counts_a_load_for_each_change_of_memor
     registry = Registry(DEFAULTS, max_memory_mb=4096)
     plain = registry.make(registry.parse(LIMITED.replace("    limits: {memory_mb: 2048}\n", ""), "limited.yaml"))
     switching = registry.make(registry.parse(LIMITED, "limited.yaml"))  # 1024, 2048, 1024: two reloads
-    settings = Settings(load_time_s=7.0)
-    assert job_bound_s(switching, settings) == pytest.approx(job_bound_s(plain, settings) + 2 * 7.0)
+    sandbox = Settings(load_time_s=7.0).sandbox
+    assert job_bound_s(switching, sandbox) == pytest.approx(job_bound_s(plain, sandbox) + 2 * 7.0)

@@ -67,7 +67,7 @@ def test_the_grader_builds_its_jobs_from_the_contract(tmp_path: Path) -> None:
     registry = Registry(EffectiveLimits(time_s=2.0, memory_mb=512, output_kb=64))
     registry.load_dir(Path(__file__).resolve().parents[2] / "problems")
     problem = registry.get("embedding-layer")
-    job = build_job(problem, "def f(): pass", Settings(data_dir=tmp_path), seed=5)
+    job = build_job(problem, "def f(): pass", Settings(data_dir=tmp_path).sandbox, seed=5)
     assert type(job) is Job and Job.parse(job.payload()) == job
     assert all(test.limits.time_s == problem.limits.time_s for test in job.tests)
 

@@ -21,7 +21,7 @@ class CountingPool(SeedPool):
 def _pool(tmp_path: Path) -> tuple[CountingPool, Any]:
     settings = Settings(data_dir=tmp_path, seed_pool_size=2, seed_uses=3)
     problem = SimpleNamespace(id="p", version="v1", tests=[SimpleNamespace(seed="fresh")])
-    pool = CountingPool(settings, prepare=lambda problem, seed: None, problems=lambda: [problem])
+    pool = CountingPool(settings.seeding, prepare=lambda problem, seed: None, problems=lambda: [problem])
     return pool, problem
 
 

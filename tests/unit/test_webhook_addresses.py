@@ -155,7 +155,7 @@ def test_numeric_spellings_are_refused_before_any_lookup(settings: Settings, dns
 def test_every_address_of_a_name_is_checked(settings: Settings, dns: FakeDNS) -> None:
     with pytest.raises(Refused, match=r"half\.example\.org resolves to 127\.0\.0\.1 is loopback"):
         check_callback("http://half.example.org/", settings)
-    callback = check("https://hooks.example.org/x", settings)
+    callback = check("https://hooks.example.org/x", settings.webhooks)
     assert callback.addresses == ("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
     assert (callback.host, callback.port, callback.target, callback.host_header) == (
         "hooks.example.org",
@@ -168,11 +168,11 @@ def test_every_address_of_a_name_is_checked(settings: Settings, dns: FakeDNS) ->
 def test_an_operator_may_allow_an_internal_host_by_name(tmp_path: Path, dns: FakeDNS) -> None:
     settings = Settings(data_dir=tmp_path, webhook_secret=SECRET, webhook_allowed_hosts=" Hooks.Internal. ,other")
     for url in ("http://hooks.internal:9000/hook", "http://HOOKS.INTERNAL./hook"):
-        assert check(url, settings).addresses == ("10.9.9.9",)
+        assert check(url, settings.webhooks).addresses == ("10.9.9.9",)
     with pytest.raises(Refused):  # allowing one name allows no other
-        check("http://internal.example.org/", settings)
+        check("http://internal.example.org/", settings.webhooks)
     with pytest.raises(Refused):  # nor credentials, nor a spelling
-        check("http://x@hooks.internal/", settings)
+        check("http://x@hooks.internal/", settings.webhooks)
 
 
 def test_webhooks_off_refuses_every_callback(tmp_path: Path, dns: FakeDNS) -> None:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from grader.config import Settings
+from grader.config_groups import LimitsSettings, SandboxSettings
 from grader.containers.container import SandboxContainer, SandboxLost
 from grader.containers.pool import SandboxPool
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
@@ -72,24 +72,26 @@ class ProblemChecker:
 
     def __init__(
         self,
-        settings: Settings,
+        sandbox: SandboxSettings,
+        limits: LimitsSettings,
         sandboxes: Sandboxes | None = None,
         *,
         seeds: int = SEEDS_CHECKED,
         budget_s: float | None = None,
     ) -> None:
-        self.settings = settings
+        self.sandbox = sandbox
+        self.limits = limits
         # How many seeds a problem with fresh inputs is checked under, and the seconds its rounds may take
         # (None: no bound): a round that would end past the budget is not started.
         self.seeds = seeds
         self.budget_s = budget_s
         self._registry = Registry(
             EffectiveLimits(
-                time_s=settings.default_time_s,
-                memory_mb=settings.default_memory_mb,
-                output_kb=settings.default_output_kb,
+                time_s=limits.default_time_s,
+                memory_mb=limits.default_memory_mb,
+                output_kb=limits.default_output_kb,
             ),
-            max_memory_mb=settings.max_memory_mb,
+            max_memory_mb=limits.max_memory_mb,
         )
         self._sandboxes = sandboxes
         self._own_pool: SandboxPool | None = None
@@ -114,7 +116,8 @@ class ProblemChecker:
         """The sandboxes given, or a pool of LANES warm containers of the check's own, started once."""
         if self._sandboxes is None:
             # Only the problem's own code runs here: no keeper of the image's pages (that is for submissions).
-            pool = SandboxPool(self.settings, size=LANES, owner=f"check-{uuid.uuid4().hex[:12]}", keep_image=False)
+            owner = f"check-{uuid.uuid4().hex[:12]}"
+            pool = SandboxPool(self.sandbox, self.limits, owner=owner, size=LANES, keep_image=False)
             pool.start()
             self._own_pool = pool
             if pool.image_id is None:
@@ -265,7 +268,7 @@ class ProblemChecker:
                 raise SandboxUnavailable(f"cannot start a sandbox: {exc}") from exc
 
         def run(index: int, source: str) -> ModuleRun:
-            return run_module(held[index] if held else sandboxes, problem, source, self.settings, seed=seed)
+            return run_module(held[index] if held else sandboxes, problem, source, self.sandbox, seed=seed)
 
         futures = [self._executor.submit(run, index, source) for index, source in enumerate(sources)]
         runs: list[ModuleRun] = []
