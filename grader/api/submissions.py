@@ -80,7 +80,7 @@ async def create_submission(
         problem = intake.problem(payload.problem_id)
         # Off the event loop: checking a callback URL resolves its host.
         callback = (
-            await run_in_threadpool(check_callback, payload.callback_url, settings)
+            await run_in_threadpool(check_callback, payload.callback_url, settings.webhooks)
             if payload.callback_url is not None
             else None
         )

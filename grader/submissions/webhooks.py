@@ -30,7 +30,6 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 from grader.background import BackgroundLoop
-from grader.config import Settings
 from grader.config_groups import WebhookSettings
 from grader.grading.verdict import FINAL, Status
 from grader.metrics import Metrics
@@ -61,12 +60,10 @@ def standard_signature(key: bytes, message_id: str, timestamp: int, body: bytes)
     return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
-def check_callback(url: str | None, settings: WebhookSettings | Settings) -> str | None:
-    """The callback URL of a new submission, checked (its host resolved); None when there is none. Given the
-    webhooks group, or the whole Settings (as the API holds them), of which it reads that group."""
+def check_callback(url: str | None, webhooks: WebhookSettings) -> str | None:
+    """The callback URL of a new submission, checked (its host resolved); None when there is none."""
     if url is None:
         return None
-    webhooks = settings if isinstance(settings, WebhookSettings) else settings.webhooks
     if not webhooks.secret:
         raise Refused(422, "callback_url: webhooks are off on this server (no GRADER_WEBHOOK_SECRET)")
     callbacks.check(url, webhooks)

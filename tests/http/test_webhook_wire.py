@@ -225,7 +225,7 @@ def test_a_name_that_now_resolves_inward_is_refused_at_the_attempt(
     settings = Settings(data_dir=tmp_path, webhook_secret=SECRET, webhook_timeout_s=DEADLINE_S)
     try:
         url = receiver.url("rebind.test")
-        assert check_callback(url, settings) == url  # at intake, the name was global
+        assert check_callback(url, settings.webhooks) == url  # at intake, the name was global
         outcome, error, _ = _attempt(url, settings, tls)
         assert outcome == "refused" and error is not None and "rebind.test resolves to 127.0.0.1" in error
         assert receiver.received == [] and dns.lookups == ["rebind.test", "rebind.test"]

@@ -124,7 +124,7 @@ def test_callbacks_to_anything_but_a_global_host_are_refused(
     url: str, reason: str, settings: Settings, dns: FakeDNS
 ) -> None:
     with pytest.raises(Refused) as refused:
-        check_callback(url, settings)
+        check_callback(url, settings.webhooks)
     assert refused.value.status == 422
     detail = refused.value.detail
     assert detail.startswith("callback_url: ") and reason in detail and len(detail) < 400, detail
@@ -142,19 +142,19 @@ def test_callbacks_to_anything_but_a_global_host_are_refused(
     ],
 )
 def test_global_callbacks_are_accepted(url: str, settings: Settings, dns: FakeDNS) -> None:
-    assert check_callback(url, settings) == url
+    assert check_callback(url, settings.webhooks) == url
 
 
 def test_numeric_spellings_are_refused_before_any_lookup(settings: Settings, dns: FakeDNS) -> None:
     for url in ("http://2130706433/", "http://0x7f000001/", "http://0177.0.0.1/", "http://127.1/"):
         with pytest.raises(Refused, match="four decimal numbers"):
-            check_callback(url, settings)
+            check_callback(url, settings.webhooks)
     assert dns.lookups == []
 
 
 def test_every_address_of_a_name_is_checked(settings: Settings, dns: FakeDNS) -> None:
     with pytest.raises(Refused, match=r"half\.example\.org resolves to 127\.0\.0\.1 is loopback"):
-        check_callback("http://half.example.org/", settings)
+        check_callback("http://half.example.org/", settings.webhooks)
     callback = check("https://hooks.example.org/x", settings.webhooks)
     assert callback.addresses == ("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
     assert (callback.host, callback.port, callback.target, callback.host_header) == (
@@ -177,7 +177,7 @@ def test_an_operator_may_allow_an_internal_host_by_name(tmp_path: Path, dns: Fak
 
 def test_webhooks_off_refuses_every_callback(tmp_path: Path, dns: FakeDNS) -> None:
     with pytest.raises(Refused, match="webhooks are off"):
-        check_callback("https://hooks.example.org/", Settings(data_dir=tmp_path))
+        check_callback("https://hooks.example.org/", Settings(data_dir=tmp_path).webhooks)
 
 
 def test_a_whsec_secret_must_be_base64(tmp_path: Path) -> None:
