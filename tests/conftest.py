@@ -78,3 +78,45 @@ def host(_host_runners: list[object]) -> object:
     from tests.unit.runner_harness import shared_runner
 
     return shared_runner(_host_runners)  # type: ignore[arg-type]
+
+
+# -- one pool of warm sandboxes for every module that checks or runs problems with the default settings
+# (a ProblemChecker of its own per module started and removed a pool each time) -----------------------------
+@pytest.fixture(scope="session")
+def check_sandboxes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    import uuid
+
+    from grader.containers.pool import SandboxPool
+    from grader.problems.check.run import LANES
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("check-data"))
+    pool = SandboxPool(
+        settings.sandbox, settings.limits, owner=f"check-{uuid.uuid4().hex[:12]}", size=LANES, keep_image=False
+    )
+    pool.start()
+    try:
+        if pool.image_id is None:
+            pytest.fail(f"no sandbox for the checks: {pool.last_error}")
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def shared_checker(check_sandboxes: object) -> Iterator[object]:
+    """A ProblemChecker (default settings, 8 seeds) on the session's warm sandboxes."""
+    from grader.problems.check import ProblemChecker
+
+    settings = Settings()
+    with ProblemChecker(settings.sandbox, settings.limits, check_sandboxes) as checker:  # type: ignore[arg-type]
+        yield checker
+
+
+@pytest.fixture(scope="module")
+def shared_checker_one_seed(check_sandboxes: object) -> Iterator[object]:
+    """The same, checking under one seed."""
+    from grader.problems.check import ProblemChecker
+
+    settings = Settings()
+    with ProblemChecker(settings.sandbox, settings.limits, check_sandboxes, seeds=1) as checker:  # type: ignore[arg-type]
+        yield checker

@@ -4,12 +4,10 @@ computed them, `expect:` and `holds:` (a statistical dropout test that any corre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from grader.config import Settings
 from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
@@ -20,10 +18,8 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits) as checker:
-        yield checker
+def checker(shared_checker: ProblemChecker) -> ProblemChecker:
+    return shared_checker  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:

@@ -4,12 +4,9 @@ OrderedDict where a dict is; a file saved with a byte-order mark."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from grader.api.schemas import SubmissionCreate
-from grader.config import Settings
 from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
@@ -66,10 +63,8 @@ DESCRIBED = {
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits) as checker:
-        yield checker
+def checker(shared_checker: ProblemChecker) -> ProblemChecker:
+    return shared_checker  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def grade(checker: ProblemChecker, source: str) -> Verdict:

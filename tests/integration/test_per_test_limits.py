@@ -4,8 +4,6 @@ real sandbox: each test runs in a child confined to its own memory and timed by 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from grader.config import Settings
@@ -55,10 +53,8 @@ tests:
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
-        yield checker
+def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
+    return shared_checker_one_seed  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def _problem(text: str = PROBLEM) -> LoadedProblem:

@@ -4,11 +4,8 @@ less and no more."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from grader.config import Settings
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker, StepStatus
 from grader.problems.registry import EffectiveLimits, Registry
@@ -52,10 +49,8 @@ pitfalls:
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
-        yield checker
+def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
+    return shared_checker_one_seed  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:

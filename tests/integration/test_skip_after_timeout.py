@@ -5,11 +5,9 @@ after it are not run (`skipped`, counted as failed) unless the problem asks for 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from grader.config import Settings
 from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, TestStatus, Verdict
@@ -51,10 +49,8 @@ LOOPER = "def twice(n):\n    while n >= 1:\n        pass\n    return 2 * n\n"
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
-        yield checker
+def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
+    return shared_checker_one_seed  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def grade(checker: ProblemChecker, text: str, source: str) -> tuple[Verdict, float]:

@@ -4,11 +4,8 @@ mode, print options, threads) changes neither the tests' own inputs nor the next
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from grader.config import Settings
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
@@ -83,10 +80,8 @@ def loss(w):
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits) as checker:
-        yield checker
+def checker(shared_checker: ProblemChecker) -> ProblemChecker:
+    return shared_checker  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def grade(checker: ProblemChecker, source: str) -> Verdict:

@@ -4,12 +4,9 @@ there tells each one from every other (a bfloat16 is no float32)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
-from grader.config import Settings
 from grader.containers.protocol import WIRE_DTYPES
 from grader.containers.values import DTYPES, Tensor
 from grader.grading.execution import run_module
@@ -76,10 +73,8 @@ tests:
 
 
 @pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProblemChecker]:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"))
-    with ProblemChecker(settings.sandbox, settings.limits) as checker:
-        yield checker
+def checker(shared_checker: ProblemChecker) -> ProblemChecker:
+    return shared_checker  # on the session's warm sandboxes (tests/conftest.py)
 
 
 def reference_source() -> str:
