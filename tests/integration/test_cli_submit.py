@@ -16,10 +16,10 @@ import pytest
 import uvicorn
 
 from grader.client import MARKS
-from grader.components import build
+from grader.components import Components
 from grader.config import REPO_ROOT
 from grader.problems.registry import parse_problem
-from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
+from tests.conftest import PROBLEMS_DIR, wait_until_ready
 
 pytestmark = pytest.mark.docker
 
@@ -29,12 +29,11 @@ UNSCALED = next(p.module for p in EMBEDDING.pitfalls if "sqrt" in p.hint)
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def url(service: Components) -> Iterator[str]:
+    """The session's service (tests/conftest.py), served on a port of its own for the command to reach."""
     from grader.app import create_app
 
-    settings = make_settings(tmp_path_factory.mktemp("cli"))
-    components = build(settings)
-    components.start()
+    settings, components = service.settings, service
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -49,7 +48,6 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
-        components.stop()
 
 
 def printed_as_test(stdout: str, name: str) -> int:
