@@ -19,7 +19,7 @@ test: setup-test lint-checks
 # One tier at a time (make test runs them all): no Docker; the service with real sandboxes and databases
 # (integration and HTTP); the attacks; the pages in Chromium.
 test-unit: setup
-	.venv/bin/pytest -p no:schemathesis tests/unit
+	.venv/bin/pytest -p no:schemathesis --numprocesses=auto --maxprocesses=4 tests/unit
 test-docker: setup-test
 	.venv/bin/pytest tests/integration tests/http
 test-security: setup-test
