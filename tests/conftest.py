@@ -34,7 +34,8 @@ def wait_until_ready(service: object, timeout: float = 180.0) -> None:
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from grader.components import build
 
-    svc = build(make_settings(tmp_path_factory.mktemp("data")))
+    # No cap on runs per minute: the modules that run every problem's modules through Run share it.
+    svc = build(make_settings(tmp_path_factory.mktemp("data"), run_rate_per_minute=0))
     svc.start()
     wait_until_ready(svc)
     yield svc

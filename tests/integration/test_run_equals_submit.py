@@ -7,35 +7,17 @@ Real sandboxes, a real database; the runs' own rate limit is off here (this file
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.components import Components, build
 from grader.problems.registry import parse_problem
 from grader.problems.schema import Problem
-from tests.conftest import PROBLEMS_DIR, make_settings, wait_until_ready
+from tests.conftest import PROBLEMS_DIR
 
 pytestmark = pytest.mark.docker
 
 PROBLEMS = {path.stem: parse_problem(path.read_text(), path.name) for path in sorted(PROBLEMS_DIR.glob("*.yaml"))}
 PITFALLS_TRIED = 2
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    from grader.app import create_app
-
-    settings = make_settings(tmp_path_factory.mktemp("run-equals-submit"), run_rate_per_minute=0)
-    components: Components = build(settings)
-    components.start()
-    try:
-        wait_until_ready(components)
-        with TestClient(create_app(settings, components=components)) as test_client:
-            yield test_client
-    finally:
-        components.stop()
 
 
 def modules(problem: Problem) -> list[tuple[str, str]]:
