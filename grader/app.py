@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         redoc_url=None,
     )
     # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
-    app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings))
+    app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings.limits))
     # Before any body is read: cross-site state-changing requests (403) and the wrong content type (415).
     allowed = settings.cors_allowed
     app.add_middleware(

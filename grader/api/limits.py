@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from grader.config import Settings
+from grader.config_groups import LimitsSettings
 from grader.problems.registry import MAX_PROBLEM_BYTES
 
 log = logging.getLogger(__name__)
@@ -40,25 +40,25 @@ _MAX_LENGTH_DIGITS = 18
 CLOSE = (b"connection", b"close")
 
 
-def submission_body_cap(settings: Settings) -> int:
-    return settings.max_source_bytes * SUBMISSION_BODY_FACTOR + SUBMISSION_BODY_SLACK
+def submission_body_cap(limits: LimitsSettings) -> int:
+    return limits.max_source_bytes * SUBMISSION_BODY_FACTOR + SUBMISSION_BODY_SLACK
 
 
 def problem_body_cap() -> int:
     return MAX_PROBLEM_BYTES + PROBLEM_BODY_SLACK
 
 
-def route_caps(settings: Settings) -> Callable[[str, str], int]:
+def route_caps(limits: LimitsSettings) -> Callable[[str, str], int]:
     """The body cap of a request by its method and path: problem uploads (POST /api/problems and
     PUT /api/problems/{id}) may carry a whole problem file, a batch GRADER_MAX_BATCH_BYTES; every other
     request a submission's worth."""
-    default, upload = submission_body_cap(settings), problem_body_cap()
+    default, upload = submission_body_cap(limits), problem_body_cap()
 
     def cap(method: str, path: str) -> int:
         if method == "POST" and path == "/api/problems":
             return upload
         if method == "POST" and path == "/api/submissions/batch":
-            return settings.max_batch_bytes
+            return limits.max_batch_bytes
         if method == "PUT" and path.startswith("/api/problems/") and "/" not in path[len("/api/problems/") :]:
             return upload
         return default

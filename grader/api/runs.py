@@ -50,7 +50,7 @@ async def create_run(
     """Runs the submission on the problem's visible tests (or, with `inputs`, on the problem's custom test
     with those values) and answers with every test's expected (the reference's) against got. Nothing is
     stored."""
-    payload = await read_json_body(request, RunRequest, submission_body_cap(settings))
+    payload = await read_json_body(request, RunRequest, submission_body_cap(settings.limits))
     try:
         check_source(payload.source, settings.max_source_bytes)
         problem = intake.problem(payload.problem_id)

@@ -73,7 +73,7 @@ async def create_submission(
     try:
         stored_key = idempotency_key(idempotency, submitter)
         # Parsed here rather than by FastAPI: every malformed body gets the same clear, bounded 422.
-        payload = await read_json_body(request, SubmissionCreate, submission_body_cap(settings))
+        payload = await read_json_body(request, SubmissionCreate, submission_body_cap(settings.limits))
         if payload.seed is not None and not admin:
             raise Refused(403, "seed: only the admin may choose a submission's seed")
         check_source(payload.source, settings.max_source_bytes)

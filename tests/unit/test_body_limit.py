@@ -138,9 +138,9 @@ def test_a_client_that_leaves_mid_body_gets_no_answer_and_raises_nothing() -> No
 
 
 def test_caps_per_route() -> None:
-    settings = Settings()
-    cap = route_caps(settings)
-    assert submission_body_cap(settings) == settings.max_source_bytes * 8 + 4096
+    limits = Settings().limits
+    cap = route_caps(limits)
+    assert submission_body_cap(limits) == limits.max_source_bytes * 8 + 4096
     assert MAX_PROBLEM_BYTES < problem_body_cap() <= MAX_PROBLEM_BYTES + 64 * 1024
     assert cap("POST", "/api/problems") == problem_body_cap()
     assert cap("PUT", "/api/problems/some-id") == problem_body_cap()
@@ -151,4 +151,4 @@ def test_caps_per_route() -> None:
         ("GET", "/api/problems"),
         ("POST", "/api/problems/"),
     ]:
-        assert cap(method, path) == submission_body_cap(settings), (method, path)
+        assert cap(method, path) == submission_body_cap(limits), (method, path)
