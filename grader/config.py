@@ -174,8 +174,8 @@ class Settings(BaseSettings):
     # Jobs a warm container serves before it is replaced; 1 gives a fresh container per submission
     # (still started ahead of time, in the background). Between two jobs the runner kills every process
     # of the last one and wipes what it could write, so replacing is hygiene, not isolation; and a start
-    # (torch imported, the image's files read, warmed up) costs some 3.5 s of CPU on 2 cores, which over
-    # 1000 jobs is 3.5 ms a submission (over 100, 35 ms: a quarter of embedding-layer's whole cost).
+    # (torch imported, the image's files read, warmed up) costs seconds of CPU, spread over the jobs it
+    # serves (docs/BENCHMARKS.md, "Costs behind the code").
     sandbox_reuse: int = Field(1000, ge=1)
     sandbox_cpus: float = Field(1.0, gt=0, le=64)
     sandbox_pids_limit: int = Field(128, ge=16, le=4096)
