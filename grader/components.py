@@ -281,7 +281,7 @@ def _registry(limits: LimitsSettings) -> Registry:
     defaults = EffectiveLimits(
         time_s=limits.default_time_s, memory_mb=limits.default_memory_mb, output_kb=limits.default_output_kb
     )
-    return Registry(defaults, max_memory_mb=limits.max_memory_mb)
+    return Registry(defaults, max_memory_mb=limits.max_memory_mb, devices=limits.device_list)
 
 
 def _runs(

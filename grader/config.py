@@ -223,6 +223,9 @@ class Settings(BaseSettings):
     max_batch_items: int = Field(1000, ge=1, le=10_000)
     max_batch_bytes: int = Field(32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     batch_concurrency: int = Field(2, ge=1, le=64)
+    # Where speed-graded problems may be timed (comma-separated: cpu, cuda): a problem timed on a device not
+    # listed is refused at load, saying so (grader/problems/speed.py).
+    devices: str = Field("cpu", pattern=r"^(cpu|cuda)(,(cpu|cuda))*$")
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

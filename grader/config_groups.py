@@ -196,3 +196,8 @@ class LimitsSettings(Group):
     max_batch_items: int
     max_batch_bytes: int
     batch_concurrency: int
+    devices: str
+
+    @property
+    def device_list(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name.strip() for name in self.devices.split(",") if name.strip()))

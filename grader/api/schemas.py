@@ -12,7 +12,7 @@ from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.submissions.intake import SourceText
+from grader.submissions.intake import SourceText, SubmitterName
 from grader.submissions.metadata import Metadata
 
 # What a 422 shows of a malformed request: the first errors, each location (and each of its parts) and
@@ -53,6 +53,11 @@ class SubmissionCreate(BaseModel):
         description="admin only: grade under this seed (a verdict's `seed`), to reproduce its hidden inputs",
     )
     metadata: Metadata | None = None
+    submitter: SubmitterName | None = Field(
+        None,
+        description="the name a course gives its submitter, shown on a speed-graded problem's leaderboard (vouched "
+        "for by the API key; without keys, the submitter's own word, shown as unverified)",
+    )
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:

@@ -94,6 +94,7 @@ async def create_submission(
             callback_url=callback,
             client_address=request.client.host if request.client else None,
             metadata=payload.metadata,
+            name=payload.submitter,
         )
         # Woken only when it is final (a stream, by contrast, wants every change).
         watch = notifier.watch(stored.submission_id, final_only=True) if wait > 0 else None

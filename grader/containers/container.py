@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import select
 import socket
 import struct
@@ -16,11 +15,12 @@ from pathlib import Path
 
 import docker
 from docker.errors import DockerException, NotFound
-from docker.types import LogConfig, Ulimit
+from docker.types import Ulimit
 
 from grader import phases
 from grader.config_groups import LimitsSettings, SandboxSettings
 from grader.containers.frames import Frame, FrameDecoder, FrameError, encode_job
+from grader.containers.hardening import GVISOR_EXTRA_MEMORY_MB, GVISOR_PIDS_FACTOR, ipc_sysctls, is_gvisor, no_host_logs
 from grader.containers.protocol import (
     DONE,
     HELLO,
@@ -78,42 +78,6 @@ def owner_label(data_dir: Path) -> str:
     import hashlib
 
     return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
-
-
-def ipc_sysctls(sandbox: SandboxSettings) -> dict[str, str]:
-    """Limits of the container's private IPC namespace. SysV shared memory is not a file: without
-    these it could hold all the container's memory, and outlive the process that made it, so that the
-    OOM killer, with no child left to pick, would take the runner. Capped like the scratch tmpfs, and
-    destroyed when its last user detaches or dies (shm_rmid_forced)."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    shm_bytes = sandbox.tmpfs_mb * 1024 * 1024
-    return {
-        "kernel.shm_rmid_forced": "1",
-        "kernel.shmmax": str(shm_bytes),
-        "kernel.shmall": str(shm_bytes // page),
-        "kernel.shmmni": "64",
-        "kernel.msgmni": "16",
-        "kernel.msgmnb": "65536",
-        "fs.mqueue.queues_max": "16",
-    }
-
-
-def is_gvisor(runtime: str) -> bool:
-    return "runsc" in runtime or "gvisor" in runtime
-
-
-# Under gVisor the host's limits see the runtime, not the processes inside: its own threads count
-# against --pids-limit (the runner bounds the submission's tasks itself), and its memory holds the
-# files it has read (torch's libraries) on top of the processes' memory.
-GVISOR_PIDS_FACTOR = 8
-GVISOR_EXTRA_MEMORY_MB = 1024
-
-
-def no_host_logs() -> LogConfig:
-    """The log driver of every container the service creates: none. What a container writes reaches the
-    trusted side over its attach stream only, bounded there; the engine's default (json-file) would also
-    keep every byte of it in a file on the host until the container goes, whatever its size."""
-    return LogConfig(type=LogConfig.types.NONE)
 
 
 def docker_client() -> docker.DockerClient:
@@ -269,22 +233,31 @@ class SandboxContainer:
         the last one is in; the runner's cleaning-up that follows is settle()'s to wait for. Raises
         SandboxLost if the container fails or breaks the protocol; on_test is called with each test's
         frame as it lands and must not raise."""
+        # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
+        # a test's result may follow a reload of the submission in a fresh child (load time).
+        load_budget = job.load_time_s + FRAME_SLACK_S
+        frame_budget = job.load_time_s + max(test.limits.time_s for test in job.tests) + FRAME_SLACK_S
+        self.send(encode_job(job), deadline)
+        with phases.timed("job"):
+            return self._collect(job, deadline, load_budget, frame_budget, on_test)
+
+    def send(self, frame: bytes, deadline: float) -> None:
+        """Sends a job's frame (a job, or a benchmark: grader/containers/bench.py), once the previous job is
+        settled; the frames that answer it are next_frame()'s. Raises SandboxLost."""
         if self._sock is None:
             raise SandboxLost("the sandbox is not running")
         if self._done_due is not None and not self.settle():
             raise SandboxLost("the sandbox did not come back clean from its previous job", during_test=LOADING)
         self.uses += 1
-        # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
-        # a test's result may follow a reload of the submission in a fresh child (load time).
-        load_budget = job.load_time_s + FRAME_SLACK_S
-        frame_budget = job.load_time_s + max(test.limits.time_s for test in job.tests) + FRAME_SLACK_S
         try:
-            self._sock.sendall(encode_job(job))
+            self._sock.sendall(frame)
         except OSError as exc:
             raise SandboxLost(f"cannot send the job to the sandbox: {exc}") from exc
         self._done_due = deadline + SETTLE_S
-        with phases.timed("job"):
-            return self._collect(job, deadline, load_budget, frame_budget, on_test)
+
+    def next_frame(self, deadline: float) -> Frame:
+        """The next frame the runner sends, decoded strictly; SandboxLost past the deadline."""
+        return self._next_frame(deadline)
 
     def _collect(
         self,

@@ -50,8 +50,8 @@ class FrameDecoder:
                 raise FrameError(f"header of {head_len} bytes is over the {protocol.MAX_HEADER_BYTES}-byte cap")
             if body_len > self.max_body:
                 raise FrameError(f"body of {body_len} bytes is over the {self.max_body}-byte cap")
-            if kind != protocol.TEST and body_len:
-                raise FrameError("only test results carry a body")
+            if kind not in protocol.BODIES and body_len:
+                raise FrameError("only a test's or a call's result carries a body")
             total = PREFIX.size + head_len + body_len
             if len(self._buffer) < total:
                 break

@@ -40,7 +40,8 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader.config_groups import SandboxSettings
-from grader.containers.container import DOCKER_STREAM_HEADER, LABEL, no_host_logs
+from grader.containers.container import DOCKER_STREAM_HEADER, LABEL
+from grader.containers.hardening import no_host_logs
 
 log = logging.getLogger(__name__)
 

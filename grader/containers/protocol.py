@@ -14,14 +14,21 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 # The contract itself, shipped in the sandbox image: kinds, outcome words, bounds, bounded JSON and text, the job.
+from sandbox.runner.bench_job import Bench, BenchJob, BenchSize
 from sandbox.runner.messages import Job, JobTest, Limits
 from sandbox.runner.protocol import (
+    BENCH_END,
+    BENCH_JOB,
+    CALL,
     DONE,
     HELLO,
     JOB,
     LOAD,
     LOAD_OUTCOMES,
     MAGIC,
+    MAX_BENCH_CALLS,
+    MAX_BENCH_SIZES,
+    MAX_CALL_NS,
     MAX_DIM,
     MAX_ELEMENTS,
     MAX_ERROR_TYPE,
@@ -44,6 +51,7 @@ from sandbox.runner.protocol import (
     MAX_VALUE_NODES,
     PREFIX,
     SETTING_NAMES,
+    SIZE,
     TEST,
     TEST_OUTCOMES,
     TRUNCATED,
@@ -56,6 +64,16 @@ from sandbox.runner.protocol import (
 )
 
 __all__ = [
+    "BENCH_END",
+    "BENCH_JOB",
+    "CALL",
+    "MAX_BENCH_CALLS",
+    "MAX_BENCH_SIZES",
+    "MAX_CALL_NS",
+    "SIZE",
+    "Bench",
+    "BenchJob",
+    "BenchSize",
     "DONE",
     "HELLO",
     "JOB",
@@ -171,4 +189,54 @@ class DoneHeader(_Frame):
     ready: bool = False  # the next job's child is prepared and warm (the runner waited for it)
 
 
-HEADERS: dict[bytes, type[_Frame]] = {HELLO: HelloHeader, LOAD: LoadHeader, TEST: TestHeader, DONE: DoneHeader}
+# -- a benchmark's frames (sandbox/runner/timing.py) ---------------------------------------------------------
+SizeIndex = Annotated[int, Field(ge=0, lt=MAX_BENCH_SIZES)]
+CallIndex = Annotated[int, Field(ge=0, lt=MAX_BENCH_CALLS)]
+Nanoseconds = Annotated[int, Field(ge=0, le=MAX_CALL_NS)]
+
+
+class CallHeader(_Frame):
+    """A checked call of the subject's: its size and number; the body is the value it returned."""
+
+    size: SizeIndex
+    call: CallIndex
+
+
+class SizeHeader(_Frame):
+    """One size's raw times, every call's in order, as the runner's clock measured them (the first, the warm-up,
+    the timed repetitions); the baseline's empty when there is none."""
+
+    size: SizeIndex
+    subject_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
+    baseline_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
+
+
+class BenchEndHeader(_Failure):
+    """How a benchmark ended: ok, or the first call (or load of the baseline) that did not, and whose it was."""
+
+    status: Status
+    who: Literal["", "subject", "baseline"]
+    cpu: int = Field(ge=-1, le=4095)
+    size: SizeIndex | None = None
+    call: CallIndex | None = None
+    output: Output | None = None
+    baseline_load_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS)
+
+    @field_validator("status")
+    @classmethod
+    def _not_skipped(cls, status: Outcome) -> Outcome:
+        if status == Outcome.SKIPPED:
+            raise ValueError("a benchmark is not skipped")
+        return status
+
+
+HEADERS: dict[bytes, type[_Frame]] = {
+    HELLO: HelloHeader,
+    LOAD: LoadHeader,
+    TEST: TestHeader,
+    DONE: DoneHeader,
+    CALL: CallHeader,
+    SIZE: SizeHeader,
+    BENCH_END: BenchEndHeader,
+}
+BODIES = (TEST, CALL)  # the frames that may carry a returned value

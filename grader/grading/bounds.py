@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grader.containers.protocol import MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
+from grader.containers.protocol import MAX_BENCH_SIZES, MAX_MESSAGE, MAX_OUTPUT, MAX_TRACEBACK, TRUNCATED, bounded_text
+from grader.grading.speed_stats import SpeedResult
 from grader.grading.verdict import TestResult, Verdict
 
 MAX_VERDICT_BYTES = 256 * 1024
@@ -57,6 +58,16 @@ def bound_test(test: TestResult) -> TestResult:
     )
 
 
+def bound_speed(speed: SpeedResult) -> SpeedResult:
+    return speed.model_copy(
+        update={
+            "message": cap(speed.message, MAX_MESSAGE),
+            "details": cap_details(speed.details) if speed.details is not None else None,
+            "sizes": speed.sizes[:MAX_BENCH_SIZES],
+        }
+    )
+
+
 def _json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":")).encode())
 
@@ -71,6 +82,7 @@ def bound_verdict(verdict: Verdict) -> Verdict:
             "hint": cap(verdict.hint, MAX_HINT),
             "traceback": cap(verdict.traceback, MAX_TRACEBACK),
             "tests": [bound_test(test) for test in verdict.tests],
+            "speed": bound_speed(verdict.speed) if verdict.speed is not None else None,
         }
     )
     dumped = bounded.model_dump(mode="json")

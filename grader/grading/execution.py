@@ -16,8 +16,9 @@ from typing import Any
 
 from grader import phases
 from grader.config_groups import SandboxSettings
+from grader.containers.bench import BenchOutcome, run_bench
 from grader.containers.container import LOADING, SandboxContainer, SandboxLost
-from grader.containers.protocol import Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
+from grader.containers.protocol import Bench, BenchJob, BenchSize, Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
@@ -224,3 +225,62 @@ def run_module(
             sandboxes.release(container, reusable=reusable)
         return ModuleRun(load=outcome.load, tests=tests, lost=lost)
     return ModuleRun(load=None, tests=tests, lost=lost)
+
+
+# -- a benchmark (a speed-graded problem's: grading/speed.py) ---------------------------------------------------
+def bench_job(
+    problem: Any, subject: str, baseline: str, sandbox: SandboxSettings, seed: int, max_result_bytes: int | None = None
+) -> BenchJob:
+    """The benchmark of `subject` against `baseline` ("": none, the calls only) on the problem's speed inputs
+    drawn under `seed`; each call's returned value at most `max_result_bytes` (the server's cap by default)."""
+    speed, limits = problem.speed, problem.speed_limits
+    return BenchJob(
+        subject=subject,
+        baseline=baseline,
+        bench=Bench(
+            entry_point=speed.call or problem.entry_points[0],
+            inputs=speed.inputs,
+            sizes=tuple(BenchSize(name=size.name, params=size.params) for size in speed.sizes),
+            seed=seed,
+            warmup=speed.warmup,
+            repeats=speed.repeats,
+            fresh_inputs=speed.fresh_inputs,
+            device=speed.device,
+            helpers=problem.helpers,
+        ),
+        limits=Limits(time_s=limits.time_s, memory_mb=limits.memory_mb, output_kb=limits.output_kb),
+        load_time_s=sandbox.load_time_s,
+        max_result_bytes=min(max_result_bytes or sandbox.max_result_bytes, sandbox.max_result_bytes),
+    )
+
+
+@dataclass
+class BenchRun:
+    """A benchmark's outcome; None when it took both its containers down (`lost` says where)."""
+
+    outcome: BenchOutcome | None
+    lost: list[SandboxLost] = field(default_factory=list)
+
+
+def run_benchmark(sandboxes: Sandboxes, job: BenchJob) -> BenchRun:
+    """Runs a benchmark, in a second container if the first is lost; never raises for what the modules do.
+    NoSandbox when no container can be had."""
+    lost: list[SandboxLost] = []
+    bound = job.bound_s() + 15.0
+    for container_no in range(CONTAINERS_PER_MODULE):
+        try:
+            container = sandboxes.acquire(due_in_s=bound)
+        except SandboxLost as exc:
+            raise NoSandbox(str(exc)) from exc
+        reusable = False
+        try:
+            outcome = run_bench(container, job, time.monotonic() + bound)
+            reusable = True
+        except SandboxLost as exc:
+            log.warning("sandbox %s lost during a benchmark (container %d): %s", container.name, container_no + 1, exc)
+            lost.append(exc)
+            continue
+        finally:
+            sandboxes.release(container, reusable=reusable)
+        return BenchRun(outcome, lost)
+    return BenchRun(None, lost)

@@ -17,13 +17,17 @@ from typing import Any
 from grader.config_groups import SandboxSettings
 from grader.containers.protocol import Outcome
 from grader.containers.values import MalformedValue, decode_value
-from grader.grading.execution import MISSING, ModuleRun, Sticky, run_module
+from grader.grading.execution import MISSING, ModuleRun, Sticky, bench_job, run_benchmark, run_module
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import seed_key
 
 log = logging.getLogger(__name__)
 
 MEMORY_ENTRIES = 256  # outputs kept in memory (the database keeps every one)
+# A speed-graded problem's reference benchmark: what its calls may return in all, and how many are kept (in
+# memory only: they are made again in well under a second, and would grow the database by megabytes each).
+MAX_BENCH_BYTES = 64 * 1024 * 1024
+BENCH_ENTRIES = 8
 
 
 class ProblemBroken(Exception):
@@ -135,6 +139,7 @@ class ExpectedCache:
         self._load = load
         self._save = save
         self._memory: OrderedDict[str, Any] = OrderedDict()
+        self._benches: OrderedDict[str, dict[tuple[int, int], bytes]] = OrderedDict()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -172,6 +177,47 @@ class ExpectedCache:
         self._save(
             self.key(problem, image_id, seed, "pitfalls"), json.dumps([serialise(run) for run in pitfalls]).encode()
         )
+
+    def bench(self, problem: ProblemSpec, image_id: str, seed: int) -> dict[tuple[int, int], bytes]:
+        """What the reference returns on each checked call of the problem's benchmark under `seed`: (size,
+        call) -> the bytes; ProblemBroken when the reference fails on its own benchmark."""
+        key = f"v4:{problem.id}:{problem.version}:{image_id}:bench-{seed}"
+        with self._guard:
+            if key in self._benches:
+                self._benches.move_to_end(key)
+                return self._benches[key]
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._guard:
+                if key in self._benches:
+                    return self._benches[key]
+            calls = self._reference_bench(problem, seed)
+            with self._guard:
+                self._benches[key] = calls
+                while len(self._benches) > BENCH_ENTRIES:
+                    self._benches.popitem(last=False)
+                self._locks.pop(key, None)
+            return calls
+
+    def _reference_bench(self, problem: ProblemSpec, seed: int) -> dict[tuple[int, int], bytes]:
+        sandboxes = Sticky(self.sandboxes)  # the references' own containers: no submission ever ran there
+        try:
+            run = run_benchmark(sandboxes, bench_job(problem, problem.reference, "", self.sandbox, seed))
+        finally:
+            sandboxes.close()
+        outcome, name = run.outcome, problem.id
+        if outcome is None:
+            raise ProblemBroken(f"the reference of {name} took its sandboxes down during its benchmark")
+        if outcome.load.status != Outcome.OK:
+            raise ProblemBroken(f"the reference of {name} does not load for its benchmark: {outcome.load.message}")
+        end = outcome.end
+        if end is None or end.status != Outcome.OK:
+            where = f" at call {end.call} of size {end.size}" if end is not None and end.call is not None else ""
+            why = f"{end.error_type or end.status}: {end.message}" if end is not None else "no end"
+            raise ProblemBroken(f"the reference of {name} fails its own benchmark{where}: {why}")
+        if sum(len(body) for body in outcome.calls.values()) > MAX_BENCH_BYTES:
+            raise ProblemBroken(f"the benchmark of {name} returns more than {MAX_BENCH_BYTES >> 20} MB in all")
+        return outcome.calls
 
     # -- one entry: memory, database, or computed once however many ask at once ----------------------
     def _entry(self, key: str, compute: Callable[[], Any], decode: Callable[[Any], Any]) -> Any:

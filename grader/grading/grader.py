@@ -21,6 +21,7 @@ from grader.grading.expected import ExpectedCache, ProblemBroken
 from grader.grading.isolated import JudgeUnavailable
 from grader.grading.judge import LOCAL, Judge, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.speed import SpeedGrader
 from grader.grading.verdict import Status, TestResult, Verdict
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class Grader:
         self.sandboxes = sandboxes
         self.expected = expected
         self.judge = judge  # where returned values are judged: in bounded processes (grading/isolated.py)
+        self.speed = SpeedGrader(sandbox, sandboxes, expected, judge)  # a speed-graded problem's timing
 
     def grade_submission(
         self,
@@ -86,4 +88,7 @@ class Grader:
             run = run_module(self.sandboxes, problem, source, self.sandbox, landed, seed=seed)
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
-        return judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)
+        verdict = judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)
+        if getattr(problem, "speed", None) is not None and verdict.status == Status.ACCEPTED:
+            verdict = self.speed.grade(problem, source, seed, verdict)  # correct: now, how fast
+        return verdict

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
@@ -181,6 +181,18 @@ class IsolatedJudge:
             message = "what this test returned could not be judged"
             return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
         return result.model_copy(update=judged) if judged else result
+
+    def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]:
+        """A benchmark call's value judged in a judge process: {} or its message and details."""
+        try:
+            answer = self._call("call", None, (expected_body, body, dict(check)))
+        except JudgeLimit as exc:
+            self.limits_hit += 1
+            return {"message": f"judging what this call returned took {exc}"}
+        judged = _judged(answer)
+        if judged is None:
+            return {"message": "what this call returned could not be judged"}
+        return {key: judged[key] for key in ("message", "details")} if judged else {}
 
     def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
         if not any(test.status != TestStatus.PASSED for test in tests) or not problem.pitfalls:

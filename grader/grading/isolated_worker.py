@@ -10,10 +10,10 @@ What it is sent comes from the service (judge_wire.py: JSON, the returned bytes 
 answers the service reads as hostile:
 JSON of a bounded size and nesting, validated against the fields it expects. It never imports torch.
 
-Requests, one at a time: (op, spec digest, encoded JudgeSpec or None, arguments). Answers: for "test", {}
-(passed) or a status, message and details; {"pitfall": n} for "hint"; {"described": [...]} for
-"describe"; {"need_spec": true} when it no longer holds the problem's spec; {"limit": "memory"} when a
-request ran out of memory; {"error": type} for anything else that failed.
+Requests, one at a time: (op, spec digest, encoded JudgeSpec or None, arguments). Answers: for "test" and
+"call" (a benchmark call's value), {} (passed) or a status, message and details; {"pitfall": n} for "hint";
+{"described": [...]} for "describe"; {"need_spec": true} when it no longer holds the problem's spec;
+{"limit": "memory"} when a request ran out of memory; {"error": type} for anything else that failed.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from grader.grading.bounds import cap, cap_details  # noqa: E402
 from grader.grading.execution import ModuleRun, TestRun  # noqa: E402
 from grader.grading.expected import Expected  # noqa: E402
 from grader.grading.hints import matching_pitfall  # noqa: E402
-from grader.grading.judge import compare, describe_bodies, judge_test  # noqa: E402
+from grader.grading.judge import compare, describe_bodies, judge_call, judge_test  # noqa: E402
 from grader.grading.judge_wire import JudgeSpec  # noqa: E402
 from grader.grading.verdict import TestStatus  # noqa: E402
 
@@ -99,8 +99,19 @@ def _hint(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
     return {"pitfall": number}
 
 
+def _call(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
+    """A benchmark call's value against the reference's (judge.judge_call): {} or its message and details."""
+    expected_body, body, check = args
+    found = judge_call(expected_body, body, check)
+    if not found:
+        return {}
+    details = cap_details(found["details"]) if found.get("details") is not None else None
+    return {"status": TestStatus.FAILED.value, "message": cap(found.get("message"), MAX_MESSAGE), "details": details}
+
+
 OPS = {
     "test": _test,
+    "call": _call,
     "hint": _hint,
     "describe": lambda spec, args: {"described": describe_bodies(args[0])},
 }

@@ -11,7 +11,7 @@ functions here."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from grader.containers.container import LOADING
@@ -81,10 +81,25 @@ def judge_test(problem: ProblemSpec, expected: Expected, index: int, run: TestRu
     return result
 
 
+CALL_KEY = "returned"  # how a benchmark call's value is named in a comparison's details
+
+
+def judge_call(expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]:
+    """A benchmark call's returned value against the reference's on the same inputs (speed.py): {} when it
+    matches within `check` (rtol, atol), else the reason and the comparison's details."""
+    expected, got = decoded(expected_body), decoded(body)
+    if got is MISSING:
+        return {"message": "the returned value could not be decoded"}
+    comparison = checkers.get(checkers.DEFAULT).compare({CALL_KEY: expected}, {CALL_KEY: got}, {CALL_KEY: check})
+    return {} if comparison.passed else {"message": comparison.details.get("reason"), "details": comparison.details}
+
+
 class Judge(Protocol):
     """Where returned values are judged (see the module's docstring)."""
 
     def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult: ...
+
+    def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None: ...
 
@@ -96,6 +111,9 @@ class LocalJudge:
 
     def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
         return judge_test(problem, expected, index, run)
+
+    def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]:
+        return judge_call(expected_body, body, check)
 
     def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None:
         return module_hint(problem, expected, run, tests)
@@ -212,6 +230,7 @@ __all__ = [
     "Expected",
     "Judge",
     "compare",
+    "judge_call",
     "judge_module",
     "judge_test",
     "module_hint",

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from grader.grading.speed_stats import SpeedResult
+
 # The words themselves, and what each test status makes of the submission: one table (grader/vocabulary.py).
 from grader.vocabulary import FINAL, LOAD_TO_STATUS, RUNNER_TO_TEST, TEST_TO_STATUS, Status, TestStatus
 
@@ -42,6 +44,7 @@ class Verdict(BaseModel):
     line: int | None = None
     traceback: str | None = None
     tests: list[TestResult] = Field(default_factory=list)
+    speed: SpeedResult | None = None  # a speed-graded problem's, once every test passed (grading/speed.py)
 
 
 def overall(tests: list[TestResult]) -> tuple[Status, float]:

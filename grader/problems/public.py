@@ -20,6 +20,7 @@ class ProblemSummary(BaseModel):
     test_count: int = 0
     track: str | None = Field(None, description="the series of problems it belongs to, done in `order`")
     order: int | None = Field(None, description="its place in its track: 1 first")
+    speed_graded: bool = Field(False, description="accepted only when fast enough too (it has a leaderboard)")
 
 
 class VisibleTest(BaseModel):
@@ -64,6 +65,25 @@ class CustomTestPublic(BaseModel):
         )
 
 
+class SpeedPublic(BaseModel):
+    """How a speed-graded problem is timed: all of it public (the baseline is the code to beat)."""
+
+    call: str = Field(description="the function timed")
+    inputs: str = Field(description="the body that builds one call's arguments from `size`")
+    sizes: list[dict[str, Any]] = Field(description="each size's name and parameters")
+    baseline: str
+    baselines: list[dict[str, str]] = Field(description="each baseline's name and code")
+    warmup: int
+    repeats: int
+    fresh_inputs: bool
+    threshold: float = Field(description="the least speed-up accepted")
+    score: str = Field(description="geomean (the geometric mean of the sizes' speed-ups) or min (the smallest)")
+    device: str
+    time_s: float = Field(description="each call's time limit")
+    rtol: float
+    atol: float
+
+
 class ProblemPublic(ProblemSummary):
     statement: str
     starter_code: str
@@ -82,6 +102,7 @@ class ProblemPublic(ProblemSummary):
         description="what a verdict shows of the hidden tests: summary (how many passed, the first that did not) "
         "or per-test (also each one's status)",
     )
+    speed: SpeedPublic | None = Field(None, description="how the problem is timed, if it is speed-graded")
 
 
 def problem_summary(problem: LoadedProblem) -> ProblemSummary:
@@ -96,6 +117,7 @@ def problem_summary(problem: LoadedProblem) -> ProblemSummary:
         test_count=len(p.tests),
         track=p.track,
         order=p.order,
+        speed_graded=p.speed is not None,
     )
 
 
@@ -136,4 +158,27 @@ def problem_public(problem: LoadedProblem) -> ProblemPublic:
         hidden_tests=sum(1 for t in p.tests if not t.visible),
         custom_test=CustomTestPublic.of(p.custom_test) if p.custom_test is not None else None,
         hidden_results=p.hidden_results,
+        speed=speed_public(problem),
+    )
+
+
+def speed_public(problem: LoadedProblem) -> SpeedPublic | None:
+    speed = problem.speed
+    if speed is None:
+        return None
+    return SpeedPublic(
+        call=speed.call or problem.entry_points[0],
+        inputs=speed.inputs,
+        sizes=[{"name": size.name, **size.params} for size in speed.sizes],
+        baseline=speed.baseline,
+        baselines=[{"name": baseline.name, "code": baseline.code} for baseline in speed.baselines],
+        warmup=speed.warmup,
+        repeats=speed.repeats,
+        fresh_inputs=speed.fresh_inputs,
+        threshold=speed.threshold,
+        score=speed.score,
+        device=speed.device,
+        time_s=problem.speed_limits.time_s,
+        rtol=speed.check.rtol,
+        atol=speed.check.atol,
     )

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.problems import strict_yaml
 from grader.problems.schema import Alternative, Limits, NestedError, Pitfall, Problem, TestCase, duplicate_names
+from grader.problems.speed import Speed
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,18 @@ class LoadedProblem:
     def starter_code(self) -> str:
         return self.problem.starter_code
 
+    @property
+    def speed(self) -> Speed | None:
+        return self.problem.speed
+
+    @property
+    def speed_limits(self) -> EffectiveLimits:
+        """Each timed call's limits: the speed section's time, else the problem's; the problem's memory and output."""
+        speed = self.problem.speed
+        if speed is None or speed.time_s is None:
+            return self.limits
+        return self.limits.model_copy(update={"time_s": speed.time_s})
+
 
 def yaml_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """The 1-based line of the YAML node at a pydantic error location (the nearest one that exists)."""
@@ -143,9 +156,12 @@ def problem_version(problem: Problem) -> str:
     return hashlib.sha256(problem.model_dump_json().encode()).hexdigest()[:16]
 
 
-def parse_problem(text: str, source: str, *, max_memory_mb: int | None = None) -> Problem:
+def parse_problem(
+    text: str, source: str, *, max_memory_mb: int | None = None, devices: tuple[str, ...] | None = None
+) -> Problem:
     """Parses and validates one problem file's text; raises ProblemError naming lines. `max_memory_mb`: the
-    most memory the server gives a test (a file asking for more is refused)."""
+    most memory the server gives a test (a file asking for more is refused); `devices`: where this server
+    can time a speed-graded problem (one asking for another is refused)."""
     if len(text.encode("utf-8", "replace")) > MAX_PROBLEM_BYTES:
         raise ProblemError(source, [(None, f"the file is larger than {MAX_PROBLEM_BYTES} bytes")])
     try:
@@ -164,7 +180,8 @@ def parse_problem(text: str, source: str, *, max_memory_mb: int | None = None) -
     if not isinstance(data, dict):
         raise ProblemError(source, [(1, "a problem file must be a mapping of fields (id, title, tests, ...)")])
     try:
-        problem = Problem.model_validate(data, context={"max_memory_mb": max_memory_mb})
+        context = {"max_memory_mb": max_memory_mb, "devices": devices}
+        problem = Problem.model_validate(data, context=context)
     except ValidationError as exc:
         found = []
         for error in exc.errors():
@@ -186,9 +203,12 @@ def parse_problem(text: str, source: str, *, max_memory_mb: int | None = None) -
 class Registry:
     """The problems the service knows, by id; replaced whole on reload so readers never see half."""
 
-    def __init__(self, defaults: EffectiveLimits, *, max_memory_mb: int | None = None) -> None:
+    def __init__(
+        self, defaults: EffectiveLimits, *, max_memory_mb: int | None = None, devices: tuple[str, ...] | None = None
+    ) -> None:
         self.defaults = defaults
         self.max_memory_mb = max_memory_mb
+        self.devices = devices
         self._problems: dict[str, LoadedProblem] = {}
         self._files: dict[str, LoadedProblem] = {}
         self._file_errors: list[ProblemError] = []
@@ -199,7 +219,7 @@ class Registry:
 
     def parse(self, text: str, source: str) -> Problem:
         """parse_problem, with this server's ceilings."""
-        return parse_problem(text, source, max_memory_mb=self.max_memory_mb)
+        return parse_problem(text, source, max_memory_mb=self.max_memory_mb, devices=self.devices)
 
     def make(self, problem: Problem, path: Path | None = None, *, uploaded: bool = False) -> LoadedProblem:
         limits = self.defaults.under(problem.limits)

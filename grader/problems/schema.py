@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 from grader.grading import checkers
 from grader.problems.custom_test import CustomTest, clashes
 from grader.problems.rules import NestedError, compiled_body, known_checker, parsed_check
+from grader.problems.speed import Speed
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -190,6 +191,11 @@ class Problem(Strict):
         description="other correct solutions (whole modules), never shown: the check requires each to be accepted "
         "under every seed it tries",
     )
+    speed: Speed | None = Field(
+        None,
+        description="speed grading: correct on every test, then timed against a baseline on inputs the problem "
+        "builds, and accepted when at least `threshold` times as fast (docs/problems.md, Speed-graded problems)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -222,6 +228,32 @@ class Problem(Strict):
                 ("helpers",),
                 f"defines {names}, which {'is an entry point' if len(shadowed) == 1 else 'are entry points'}: in "
                 "the tests it would replace the submission's own; give the helper another name",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _speed_fits(self, info: ValidationInfo) -> Problem:
+        """The function timed is an entry point each baseline defines; two processes of the problem's memory fit
+        in a sandbox (the submission's and the baseline's run side by side)."""
+        if self.speed is None:
+            return self
+        call = self.speed.call or self.entry_points[0]
+        if call not in self.entry_points:
+            raise NestedError(("speed", "call"), f"{call!r} is not an entry point ({', '.join(self.entry_points)})")
+        for index, baseline in enumerate(self.speed.baselines):
+            try:
+                defined = top_level_names(baseline.code, imports=False)
+            except SyntaxError:
+                continue
+            if call not in defined:
+                raise NestedError(("speed", "baselines", index, "code"), f"does not define {call}, the function timed")
+        ceiling = (info.context or {}).get("max_memory_mb")
+        memory = self.limits.memory_mb
+        if ceiling is not None and memory is not None and 2 * memory > ceiling:
+            raise NestedError(
+                ("limits", "memory_mb"),
+                f"a speed-graded problem's {memory} MB must fit twice in a sandbox (the submission and the baseline "
+                f"run side by side): at most {ceiling // 2} MB here (half of GRADER_MAX_MEMORY_MB)",
             )
         return self
 

@@ -37,6 +37,7 @@ def create_submission(
     client_metadata: dict[str, Any] | None = None,
     batch_id: str | None = None,
     owner_hash: str | None = None,
+    submitter: str | None = None,
 ) -> Row[Any]:
     """Stores a queued submission; its row, as stored. With `taken_for_s`, it is stored already taken for
     grading, as mark_running would leave it (running, first attempt, leased for that long): for a grader
@@ -73,6 +74,7 @@ def create_submission(
             "client_metadata": client_metadata,
             "batch_id": batch_id,
             "owner_hash": owner_hash,
+            "submitter": submitter,
         },
     ).one()
     session.commit()
@@ -261,7 +263,7 @@ def record_progress(session: Session, *, submission_id: str, results: list[TestR
     session.commit()
 
 
-_VERDICT_COLUMNS = ("status", "score", "message", "hint", "line", "traceback", "finished_at", "tests")
+_VERDICT_COLUMNS = ("status", "score", "message", "hint", "line", "traceback", "finished_at", "tests", "speed")
 
 
 def _finish(version: bool, attempt: bool) -> ReturningUpdate[Any]:
@@ -301,6 +303,7 @@ def finish_submission(
         "b_traceback": verdict.traceback,
         "b_finished_at": utcnow(),
         "b_tests": [test.model_dump(mode="json") for test in verdict.tests],
+        "b_speed": verdict.speed.model_dump(mode="json") if verdict.speed is not None else None,
     }
     stored = session.execute(_FINISH[problem_version is not None, attempt is not None], params).one_or_none()
     session.commit()
@@ -355,6 +358,7 @@ def requeue_problem_submissions(
         submission.line = None
         submission.traceback = None
         submission.tests = []
+        submission.speed = None
         submission.started_at = None
         submission.finished_at = None
         submission.grading_starts = 0

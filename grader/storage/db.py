@@ -10,6 +10,7 @@ from pydantic import AfterValidator
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     Index,
@@ -88,6 +89,10 @@ class Submission(Base):
     # Without API keys: a SHA-256 of the submitter's own token (X-Owner-Token, which a browser makes and
     # keeps), whose history GET /api/me/submissions lists. None with API keys (the key is the owner).
     owner_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # A speed-graded problem's timing (grading/speed_stats.py SpeedResult), once every test passed; and the
+    # name a course gives its submitter (the leaderboard shows it), vouched for by its API key when there is one.
+    speed: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    submitter: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (
         Index("ix_submissions_api_key_hash_created_at", "api_key_hash", "created_at"),
@@ -97,6 +102,25 @@ class Submission(Base):
         Index("ix_submissions_created_at_id", "created_at", "id"),
         Index("ix_submissions_owner_hash_created_at", "owner_hash", "created_at"),
     )
+
+
+class LeaderboardEntry(Base):
+    """A speed-graded problem's leaderboard: each entrant's best accepted speed-up (storage/leaderboard.py).
+    The entrant is a hash of who submitted (their API key's hash, or their owner token's) and the name given."""
+
+    __tablename__ = "leaderboard_entries"
+
+    problem_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    entrant: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    verified: Mapped[bool] = mapped_column(Boolean)  # an API key vouches for the name
+    speedup: Mapped[float] = mapped_column(Float)
+    submission_id: Mapped[str] = mapped_column(String(32))
+    problem_version: Mapped[str] = mapped_column(String(32))
+    submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_leaderboard_entries_problem_id_speedup", "problem_id", "speedup"),)
 
 
 class ExpectedOutput(Base):

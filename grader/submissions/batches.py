@@ -155,6 +155,7 @@ def take_batch(intake: Intake, items: list[Item], submitter: Submitter, client_a
                 callback_url=item.callback,
                 client_address=client_address,
                 metadata=item.payload.metadata,
+                name=item.payload.submitter,
                 batch_id=batch_id,
                 check_limits=False,
             )

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 from sqlalchemy.orm import Session
 
 from grader.config_groups import AccessSettings, LimitsSettings, QueueSettings, WebhookSettings
@@ -50,6 +50,17 @@ def without_bom(source: str) -> str:
 
 
 SourceText = Annotated[str, AfterValidator(without_bom)]
+
+
+def plain_name(name: str) -> str:
+    """A submitter's name as a leaderboard shows it: printable, no surrounding space, not empty."""
+    name = name.strip()
+    if not name or not name.isprintable():
+        raise ValueError("a name is printable text, not empty")
+    return name
+
+
+SubmitterName = Annotated[str, Field(max_length=64), AfterValidator(plain_name)]
 
 
 def check_source(source: str, max_bytes: int) -> None:
@@ -109,13 +120,14 @@ class Intake:
         metadata: dict[str, Any] | None = None,
         batch_id: str | None = None,
         check_limits: bool = True,
+        name: str | None = None,
     ) -> Stored:
         """Stores a queued submission, or finds the one an earlier try with the same idempotency key made.
         Its seed (grading/seeds.py) is drawn here, unless given (an admin reproducing a verdict).
         Synchronous on purpose: within one process, two requests cannot interleave between the rate check
         and the insert. An anonymous submission records its client address, which its rate limit counts.
-        `metadata` is the client's own object, `batch_id` the batch it came in; a batch checks the limits
-        once for all of its items (`check_limits=False` for each).
+        `metadata` is the client's own object, `batch_id` the batch it came in, `name` the submitter's name
+        (a leaderboard's); a batch checks the limits once for all of its items (`check_limits=False` for each).
         Raises Refused (rate limit, queue full, a key reused with another body)."""
         address = client_address[:64] if client_address and submitter.key_hash is None else None
         with self.db.session() as session:
@@ -134,6 +146,7 @@ class Intake:
                     "client_metadata": metadata,
                     "batch_id": batch_id,
                     "owner_hash": submitter.owner_hash if submitter.key_hash is None else None,
+                    "submitter": name,
                     # A grader of this process waits: the submission is stored as it takes it (no second write).
                     "taken_for_s": self.queueing.lease_s if self.dispatcher.idle > 0 else None,
                 }

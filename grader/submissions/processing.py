@@ -19,7 +19,7 @@ from grader.logs import submission_logging
 from grader.metrics import Metrics
 from grader.problems.registry import LoadedProblem, Registry
 from grader.queue.leases import Leases
-from grader.storage import crud
+from grader.storage import crud, leaderboard
 from grader.storage.db import Database
 from grader.submissions.notifier import Notifier
 from grader.submissions.progress import ProgressWriter
@@ -164,6 +164,8 @@ class Processor:
                 stored = crud.finish_submission(
                     session, submission_id=submission_id, verdict=verdict, problem_version=version, attempt=attempt
                 )
+                if stored is not None and verdict.speed is not None:
+                    self._enter(session, stored)
             return verdict, stored
         except Exception as exc:  # the judge's fault; the lease reaper takes over if this fails too
             log.exception("storing the verdict of %s failed", submission_id)
@@ -175,6 +177,15 @@ class Processor:
                     session, submission_id=submission_id, verdict=fallback, problem_version=version, attempt=attempt
                 )
             return fallback, None
+
+    @staticmethod
+    def _enter(session: Any, stored: Row[Any]) -> None:
+        """A speed-graded verdict onto its problem's leaderboard (a courtesy: the verdict is stored already)."""
+        try:
+            leaderboard.record(session, stored)
+        except Exception:
+            session.rollback()
+            log.exception("entering %s on the leaderboard failed", stored.id)
 
 
 def given_up(max_starts: int) -> str:

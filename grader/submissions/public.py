@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import Row
 
 from grader.containers.protocol import bounded_text
+from grader.grading.speed_stats import SpeedResult
 from grader.grading.verdict import FINAL, Status, TestResult, TestStatus
 from grader.problems.registry import LoadedProblem, Registry
 from grader.storage import crud
@@ -104,6 +105,10 @@ class SubmissionPublic(BaseModel):
     )
     hidden: HiddenSummary = Field(default_factory=lambda: HiddenSummary(total=0))
     tests: list[TestPublic]
+    speed: SpeedResult | None = Field(
+        None, description="a speed-graded problem's timing against its baseline, once every test passed"
+    )
+    submitter: str | None = Field(None, description="the name given with the submission (its leaderboard's)")
 
 
 # -- values --------------------------------------------------------------------------------------------
@@ -265,7 +270,19 @@ def public_submission(
         tests_total=len(results) if final else (len(problem.tests) if problem is not None and current else None),
         hidden=hidden_summary(results, problem if final or current else None, final=final, admin=admin),
         tests=public_tests(results, problem, final=final, admin=admin),
+        speed=stored_speed(getattr(submission, "speed", None)),
+        submitter=getattr(submission, "submitter", None),
     )
+
+
+def stored_speed(stored: Any) -> SpeedResult | None:
+    """A stored timing; None for one that no longer reads as one (a row from an older release)."""
+    if not isinstance(stored, dict):
+        return None
+    try:
+        return SpeedResult.model_validate(stored)
+    except ValidationError:
+        return None
 
 
 @dataclass(frozen=True)

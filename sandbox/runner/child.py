@@ -34,7 +34,7 @@ EXIT_REPORT_GRACE_S = 2.0
 READY_OUTPUT_LIMIT = 1 << 20
 # A test whose time runs out while it holds between these shares of its memory limit is given this much
 # longer, once: a memory bomb on a loaded machine reaches its limit (and its MemoryError, or
-# the edge that memory_outcome in runner.py reads) within it, so that it is never a timeout the memory caused.
+# the edge that memory_outcome below reads) within it, so that it is never a timeout the memory caused.
 MEMORY_GRACE_S = 1.0
 MEMORY_GRACE_BAND = (0.4, 0.85)
 
@@ -54,6 +54,7 @@ def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
 ALLOWED = {
     protocol.CHILD_READY: (Outcome.OK,),
     protocol.CHILD_LOAD: LOAD_OUTCOMES,
+    protocol.CHILD_BUILT: LOAD_OUTCOMES,
     protocol.CHILD_RESULT: CHILD_TEST_OUTCOMES,
 }
 
@@ -377,3 +378,20 @@ class Child:
             self._drain_output()
             return Report.from_child(header, ALLOWED[kind], indexed=kind == protocol.CHILD_RESULT), body
         return None
+
+
+# A test whose time ran out while it held this much of its memory limit was filling its memory (a bomb that
+# page-faults its way towards the limit on a loaded machine): its failure is the memory's, not the clock's.
+MEMORY_NEAR_LIMIT = 0.85
+
+
+def memory_outcome(report: Report, proc: Child) -> Report:
+    """A test's or a load's report, told in terms of the memory limit when memory is what ended it: the
+    limit named, never an allocator's own words; a timeout at the edge of the limit is the memory's."""
+    memory_mb, peak = proc.memory_mb or 0, proc.peak_at_timeout
+    if report.status == Outcome.TIMEOUT and peak is not None and peak >= MEMORY_NEAR_LIMIT * memory_mb:
+        message = f"ran out of memory: it held {peak} MB of its {memory_mb} MB when its time ran out"
+        return Report(Outcome.MEMORY, message=message)
+    if report.status == Outcome.MEMORY:
+        report.message = f"used more than its memory limit of {memory_mb} MB"
+    return report

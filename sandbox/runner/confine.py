@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import math
 import mmap
+import os
 import resource
 
 from . import landlock, seccomp
@@ -80,16 +81,23 @@ class Confinement:
         self.abi = landlock.install()
         self.filter = seccomp.Filter.build(self.protected)
 
-    def apply(self, memory_mb: int, cpu_budget_s: float) -> int:
-        """The job's limits, then seccomp; the Landlock ABI in force (0: none)."""
+    def apply(self, memory_mb: int, cpu_budget_s: float, protect: tuple[int, ...] = (), pin: int = -1) -> int:
+        """The job's limits, then seccomp; the Landlock ABI in force (0: none). A benchmark's child (bench_job.py)
+        is also pinned to the CPU `pin` (for good: seccomp then refuses sched_setaffinity) and kept from
+        signalling the processes in `protect` (the baseline it is timed against)."""
         if self.filter is None:
             raise OSError("the child was not prepared")
         _limit_memory(memory_mb * 1024 * 1024)
         cpu = int(math.ceil(cpu_budget_s))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        flt = self.filter
+        if pin >= 0 or protect:
+            if pin >= 0:
+                os.sched_setaffinity(0, {pin})
+            flt = seccomp.Filter.build((*self.protected, *protect), pinned=pin >= 0)
         # Last: from here on the child cannot signal, trace or re-limit the runner and the zygote, start a
         # process or a program, nor touch the page cache's state (seccomp.py).
-        if not self.filter.install():
+        if not flt.install():
             raise OSError("the seccomp filter could not be installed")
         return self.abi
 

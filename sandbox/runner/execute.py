@@ -292,9 +292,13 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
     except (EOFError, protocol.FrameError, OSError):
         os._exit(EXIT_BAD_JOB)
     try:
-        confinement.apply(job.memory_mb, job.cpu_s)
+        confinement.apply(job.memory_mb, job.cpu_s, job.protect, job.cpu)
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    if job.bench is not None:
+        from .execute_bench import bench_main  # a benchmark's child (it builds on this module)
+
+        bench_main(cmd_r, res_w, job)
     settings = torchstate.snapshot()  # the judge's own: put back before and after every test
     entry_points, failure = load_submission(job.source, job.entry_points)
     helpers, max_result = job.helpers, job.max_result_bytes

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise, takewhile
+from typing import Any
 
 from .protocol import (
     MAX_ENTRY_POINTS,
@@ -168,17 +169,30 @@ class ChildJob:
     cpu_s: float
     max_result_bytes: int
     helpers: str = ""
+    # A benchmark's child (bench_job.py): the inputs it builds before loading the module and the function it
+    # calls; the CPU it is pinned to; other processes of the container it may not signal (the baseline's).
+    bench: Any = None
+    cpu: int = -1
+    protect: tuple[int, ...] = ()
 
     def payload(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
 
     @classmethod
     def parse(cls, body: bytes) -> ChildJob:
-        raw = loads_bounded(body, MAX_JOB_DEPTH)
+        raw = loads_bounded(body, MAX_JOB_DEPTH + 1)
         try:
             job = cls(**raw)  # type: ignore[arg-type]
+            if job.bench is not None:
+                from .bench_job import Bench  # the benchmark's part of the contract builds on this module
+
+                object.__setattr__(job, "bench", Bench.of(job.bench))
         except TypeError as exc:
             raise FrameError(f"malformed child job: {type(exc).__name__}") from None
+        if type(job.protect) is not list or not all(type(pid) is int and 0 < pid < 2**22 for pid in job.protect):
+            raise FrameError("malformed child job: protect")
+        object.__setattr__(job, "protect", tuple(job.protect))
+        _number(job.cpu, -1, 4095, "cpu", integer=True)
         _text(job.source, "source")
         _text(job.helpers, "helpers")
         if type(job.entry_points) is not list or not all(type(name) is str for name in job.entry_points):

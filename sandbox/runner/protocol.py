@@ -38,6 +38,15 @@ CHILD_TEST = b"t"
 CHILD_READY = b"y"  # prepared and warm: the child can take its job
 CHILD_LOAD = b"l"
 CHILD_RESULT = b"r"
+# A benchmark (bench_job.py): grader -> runner, the job; runner -> grader, after the subject's LOAD, each
+# checked call's returned value, each size's raw times, then how the benchmark ended; runner -> child, one call.
+BENCH_JOB = b"B"
+CALL = b"C"
+SIZE = b"S"
+BENCH_END = b"E"
+CHILD_CALL = b"c"
+CHILD_BUILT = b"i"  # child -> runner: a benchmark's inputs are built (or could not be)
+CHILD_GO = b"g"  # runner -> child: load the module now (its load is timed from here)
 
 
 class Outcome(StrEnum):
@@ -92,6 +101,15 @@ MAX_OUTPUT_KB = 1 << 20
 MAX_ENTRY_POINTS = 64
 MIN_RESULT_BYTES, MAX_RESULT_BYTES = 1024, 1 << 30
 TRUNCATED = " … (truncated)"
+# A benchmark's sizes, the calls made at each (the first, the warm-up, the timed repetitions), a size's own
+# parameters (scalars given to the inputs' code), and one call's time as the runner measured it.
+MAX_BENCH_SIZES = 16
+MAX_BENCH_WARMUP = 50
+MAX_BENCH_REPEATS = 200
+MAX_BENCH_CALLS = 1 + MAX_BENCH_WARMUP + MAX_BENCH_REPEATS
+MAX_SIZE_PARAMS = 16
+MAX_SIZE_NAME = 40
+MAX_CALL_NS = 10**15
 
 # Returned values (values.py): the manifest's nesting, nodes, strings, integers and tensors.
 MAX_VALUE_DEPTH = 16

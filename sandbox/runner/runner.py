@@ -17,8 +17,9 @@ import sys
 import time
 import traceback
 
-from . import cleanup, landlock, protocol, zygote
-from .child import Child
+from . import cleanup, landlock, protocol, timing, zygote
+from .bench_job import BenchJob
+from .child import Child, memory_outcome
 from .messages import Job, Report, TestCommand
 from .protocol import Outcome
 
@@ -28,23 +29,6 @@ HOLD_S = 0.002
 HOLD_BYTES = 1 << 20
 # How long a spare child may take to prepare and warm up before the container is handed back without it.
 READY_WAIT_S = 3.0
-
-
-# A test whose time ran out while it held this much of its memory limit was filling its memory (a bomb that
-# page-faults its way towards the limit on a loaded machine): its failure is the memory's, not the clock's.
-MEMORY_NEAR_LIMIT = 0.85
-
-
-def memory_outcome(report: Report, proc: Child) -> Report:
-    """A test's or a load's report, told in terms of the memory limit when memory is what ended it: the
-    limit named, never an allocator's own words; a timeout at the edge of the limit is the memory's."""
-    memory_mb, peak = proc.memory_mb or 0, proc.peak_at_timeout
-    if report.status == Outcome.TIMEOUT and peak is not None and peak >= MEMORY_NEAR_LIMIT * memory_mb:
-        message = f"ran out of memory: it held {peak} MB of its {memory_mb} MB when its time ran out"
-        return Report(Outcome.MEMORY, message=message)
-    if report.status == Outcome.MEMORY:
-        report.message = f"used more than its memory limit of {memory_mb} MB"
-    return report
 
 
 def protect_runner() -> None:
@@ -235,15 +219,19 @@ class Runner:
             try:
                 kind, _, body = protocol.read_frame(0, max_body=protocol.MAX_JOB_BYTES)
                 job = Job.parse(body) if kind == protocol.JOB else None
+                bench = BenchJob.parse(body) if kind == protocol.BENCH_JOB else None
             except EOFError:
                 return "stdin ended"
             except (protocol.FrameError, OSError) as exc:
                 return f"cannot read a job: {type(exc).__name__}"
-            if job is None:
+            if job is None and bench is None:
                 return "a frame that is not a job"
             finished = False
             try:
-                self.run_job(job)
+                if job is not None:
+                    self.run_job(job)
+                else:
+                    timing.run_bench(self, bench)  # type: ignore[arg-type]
                 finished = True
             except zygote.ZygoteLost as exc:
                 return f"lost the zygote during a job: {exc}"  # the container goes with it: the sandbox is lost

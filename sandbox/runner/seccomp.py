@@ -111,9 +111,10 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+def build(machine: str, protected: tuple[int, ...], pinned: bool = False) -> list[tuple[int, int, int, int]]:
     """The filter program: (code, jt, jf, k) instructions. Jumps to "deny"/"enosys" are resolved
-    to the shared return instructions at the end."""
+    to the shared return instructions at the end. `pinned`: a benchmark's child, pinned to one CPU before
+    it is confined, may not change any thread's CPUs (sched_setaffinity refused whatever its target)."""
     arch = ARCHES[machine]
     column = 0 if machine == "x86_64" else 1
     number = {name: pair[column] for name, pair in NUMBERS.items() if pair[column] is not None}
@@ -127,7 +128,7 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     emit(LD_W_ABS, OFFSET_NR)
     if machine == "x86_64":
         emit(JGE_K, X32_SYSCALL_BIT, "deny", 0)
-    for name in DENIED:
+    for name in (*DENIED, "sched_setaffinity") if pinned else DENIED:
         if name in number:  # aarch64 has no fork or vfork
             emit(JEQ_K, number[name], "deny", 0)
     emit(JEQ_K, number["clone3"], "enosys", 0)
@@ -183,7 +184,7 @@ def build(machine: str, protected: tuple[int, ...]) -> list[tuple[int, int, int,
     return resolved
 
 
-_BUILT: dict[tuple[int, ...], Filter] = {}
+_BUILT: dict[tuple[tuple[int, ...], bool], Filter] = {}
 
 
 class Filter:
@@ -197,13 +198,14 @@ class Filter:
             self._fprog = _SockFprog(len(program), self._instructions)
 
     @classmethod
-    def build(cls, protected: tuple[int, ...]) -> Filter:
+    def build(cls, protected: tuple[int, ...], pinned: bool = False) -> Filter:
         """The filter for these protected pids; built once per process (the zygote builds it before its
-        first fork, so every child starts with it ready)."""
-        built = _BUILT.get(protected)
+        first fork, so every child starts with it ready; a benchmark's child builds its own)."""
+        built = _BUILT.get((protected, pinned))
         if built is None:
             machine = platform.machine()
-            built = _BUILT[protected] = cls(build(machine, protected) if machine in ARCHES else None)
+            program = build(machine, protected, pinned) if machine in ARCHES else None
+            built = _BUILT[(protected, pinned)] = cls(program)
         return built
 
     def install(self) -> bool:

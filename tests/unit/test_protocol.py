@@ -1,4 +1,4 @@
-"""The one contract (sandbox/runner/protocol.py, messages.py): the grader uses it, not a copy; a job is
+"""The one contract (sandbox/runner/protocol.py, messages.py, bench_job.py): the grader uses it, not a copy; a job is
 checked when made and when read; a child's report is re-read within its bounds; hostile JSON is parsed by
 measuring its nesting first, never by recursing into it."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from grader.containers import protocol as grader_side
 from grader.grading.execution import build_job
-from sandbox.runner import messages
+from sandbox.runner import bench_job, messages
 from sandbox.runner import protocol as runner_side
 from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, TEST_OUTCOMES, FrameError, Outcome
@@ -24,10 +24,8 @@ RUNNER = Path(runner_side.__file__).resolve().parent
 def test_the_grader_uses_the_contract_itself_not_a_copy() -> None:
     """One definition: every kind, word and bound the grader names is the contract's own object."""
     for name in grader_side.__all__:
-        if hasattr(runner_side, name):
-            assert getattr(grader_side, name) is getattr(runner_side, name), name
-        else:
-            assert getattr(grader_side, name) is getattr(messages, name), name
+        home = next(module for module in (runner_side, messages, bench_job) if hasattr(module, name))
+        assert getattr(grader_side, name) is getattr(home, name), name
     for constant in ("MAX_", "MIN_", "WIRE_", "SETTING_"):
         assert not any(
             isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith(constant) for t in node.targets)

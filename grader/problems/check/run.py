@@ -45,6 +45,7 @@ from grader.problems.check.report import (
     check_seeds,
     merge_steps,
 )
+from grader.problems.check.speed import speed_step
 from grader.problems.check.steps import (
     alternatives_step,
     determinism_step,
@@ -92,6 +93,7 @@ class ProblemChecker:
                 output_kb=limits.default_output_kb,
             ),
             max_memory_mb=limits.max_memory_mb,
+            devices=limits.device_list,
         )
         self._sandboxes = sandboxes
         self._own_pool: SandboxPool | None = None
@@ -206,6 +208,8 @@ class ProblemChecker:
                 return
         if problem.problem.custom_test is not None:
             emit(self._custom(problem, locate))
+        if problem.speed is not None:
+            emit(speed_step(self, problem, locate, seeds[0]))
 
     def _custom(self, problem: LoadedProblem, locate: Locator) -> CheckStep:
         """The custom-input test on its defaults (check_custom.py): the reference twice, apart, then each

@@ -1,0 +1,107 @@
+"""A speed-graded problem's leaderboard: each entrant's best accepted speed-up, ties to the earlier submission.
+
+An entrant is who submitted and under which name: an API key's hash (the key vouches for the name a course
+gives, `submitter`), or, on a server without keys, a browser's or a CLI's owner token's hash (the name is
+then the submitter's own word, shown as unverified). A submission with neither is not on the board. An entry
+only ever rises: a slower accepted submission, or a regrade that measures less, leaves it as it is; the
+admin can clear it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from grader.storage.db import LeaderboardEntry, utcnow
+from grader.vocabulary import Status
+
+MAX_ENTRIES = 1000
+
+
+@dataclass(frozen=True)
+class Entrant:
+    id: str  # a hash of who and the name: stable, and nothing to learn from
+    name: str
+    verified: bool
+
+
+def entrant_of(row: Any) -> Entrant | None:
+    """Who a stored submission's entry belongs to; None for a submission of nobody in particular."""
+    name = (row.submitter or "").strip()
+    if row.api_key_hash:
+        who, shown, verified = f"key:{row.api_key_hash}", name or f"key {row.api_key_hash[:8]}", True
+    elif row.owner_hash:
+        who, shown, verified = f"owner:{row.owner_hash}", name or f"anonymous {row.owner_hash[:6]}", False
+    else:
+        return None
+    digest = hashlib.sha256(f"{who}:{name}".encode("utf-8", "replace")).hexdigest()[:32]
+    return Entrant(digest, shown[:64], verified)
+
+
+def best_speedup(row: Any) -> float | None:
+    """The speed-up a stored verdict earns on the board: accepted, timed and past the threshold; else None."""
+    speed = row.speed if isinstance(row.speed, dict) else None
+    if row.status != Status.ACCEPTED.value or speed is None or speed.get("passed") is not True:
+        return None
+    value = speed.get("speedup")
+    return float(value) if type(value) in (int, float) and value > 0 else None
+
+
+def record(session: Session, row: Any) -> bool:
+    """Enters a stored verdict on its problem's board when it beats the entrant's entry; whether it did."""
+    speedup, entrant = best_speedup(row), entrant_of(row)
+    if speedup is None or entrant is None:
+        return False
+    values = {
+        "name": entrant.name,
+        "verified": entrant.verified,
+        "speedup": speedup,
+        "submission_id": row.id,
+        "problem_version": row.problem_version,
+        "submitted_at": row.created_at,
+        "updated_at": utcnow(),
+    }
+    if session.get(LeaderboardEntry, (row.problem_id, entrant.id)) is None:
+        try:
+            session.add(LeaderboardEntry(problem_id=row.problem_id, entrant=entrant.id, **values))
+            session.commit()
+            return True
+        except IntegrityError:  # entered meanwhile by another worker: then only if better
+            session.rollback()
+    higher = (
+        update(LeaderboardEntry)
+        .where(
+            LeaderboardEntry.problem_id == row.problem_id,
+            LeaderboardEntry.entrant == entrant.id,
+            LeaderboardEntry.speedup < speedup,
+        )
+        .values(**values)
+    )
+    changed = session.execute(higher).rowcount > 0  # type: ignore[attr-defined]
+    session.commit()
+    return changed
+
+
+def entries(session: Session, problem_id: str, limit: int = MAX_ENTRIES) -> list[LeaderboardEntry]:
+    """The board, best first; equal speed-ups by time of submission, the earlier first."""
+    query = (
+        select(LeaderboardEntry)
+        .where(LeaderboardEntry.problem_id == problem_id)
+        .order_by(LeaderboardEntry.speedup.desc(), LeaderboardEntry.submitted_at, LeaderboardEntry.entrant)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def remove(session: Session, problem_id: str, entrant: str) -> bool:
+    """The admin clears an entry; whether there was one."""
+    result = session.execute(
+        delete(LeaderboardEntry).where(LeaderboardEntry.problem_id == problem_id, LeaderboardEntry.entrant == entrant)
+    )
+    session.commit()
+    return result.rowcount > 0  # type: ignore[attr-defined]

@@ -1,0 +1,219 @@
+"""The runner's side of a benchmark (bench_job.py): two children, one CPU, the runner's own clock.
+
+The subject and the baseline are each loaded in a child of their own, both pinned to the same CPU (for good:
+seccomp then refuses to change it) and the subject kept from signalling the baseline. Only one of them runs
+at any time: the other is stopped (SIGSTOP, every thread of it, waited for), so that nothing the subject
+starts, a thread spinning in the background say, runs while the baseline is timed, nor between its own
+calls where no clock runs. The calls alternate (A B, then B A, so neither always goes first). Each call is
+timed from the command sent to the whole returned value received: a child cannot stop the clock before its
+work is done, since the value is the work. The returned values of the subject's first and timed calls go to
+the trusted side, which checks them against the reference's on the same inputs; the raw times go there
+too, and the statistics are made there.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from . import cleanup, protocol
+from .bench_job import BenchJob, CallCommand
+from .child import Child, memory_outcome
+from .messages import ChildJob, Report
+from .protocol import Outcome
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+FREEZE_WAIT_S = 0.5
+STOPPED_STATES = (b"T", b"t", b"Z", b"X")
+
+
+def pick_cpu() -> int:
+    """The CPU both children are pinned to: the highest this runner may use (the lowest takes more of the
+    machine's interrupts), or -1 where affinity is not to be had."""
+    try:
+        return max(os.sched_getaffinity(0))
+    except (OSError, ValueError, AttributeError):
+        return -1
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of the process stopped (or gone)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue
+        at = data.rfind(b")")
+        if data[at + 2 : at + 3] not in STOPPED_STATES:
+            return False
+    return True
+
+
+def freeze(proc: Child) -> bool:
+    """Stops every thread of the child, and waits until they have all stopped; False if they did not in time."""
+    if proc.exit_status is not None:
+        return True
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+    except OSError:
+        return True
+    deadline = time.monotonic() + FREEZE_WAIT_S
+    while not _all_stopped(proc.pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0002)
+    return True
+
+
+def thaw(proc: Child) -> None:
+    try:
+        os.kill(proc.pid, signal.SIGCONT)
+    except OSError:
+        pass
+
+
+class Benchmark:
+    """One benchmark job, run to its end: frames LOAD, then per size the checked calls (CALL) and the times
+    (SIZE), then BENCH_END; the runner's DONE follows as after any job."""
+
+    def __init__(self, runner: Runner, job: BenchJob) -> None:
+        self.runner, self.job, self.bench = runner, job, job.bench
+        self.cpu = pick_cpu()
+        self.oom_before = cleanup.oom_kills()
+
+    def run(self) -> None:
+        baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
+        subject = self.runner.take_child()
+        try:
+            self._run(subject, baseline)
+        finally:
+            for proc in (subject, baseline):
+                if proc is not None:
+                    thaw(proc)
+                    proc.close(wait=False)
+
+    def _load(self, proc: Child, source: str, protect: tuple[int, ...]) -> tuple[Report, int]:
+        """Loads a module in its child (which first builds every call's inputs); the load and its time."""
+        job = self.job
+        deadline = time.monotonic() + job.load_time_s
+        not_ready = proc.await_ready(deadline, self.oom_before, "loading")
+        if not_ready is not None:
+            return not_ready, 0
+        calls = len(self.bench.sizes) * self.bench.calls * (2 if job.baseline else 1)
+        child_job = ChildJob(
+            source=source,
+            entry_points=(self.bench.entry_point,),
+            memory_mb=job.limits.memory_mb,
+            cpu_s=job.load_time_s + calls * job.limits.time_s + 5,
+            max_result_bytes=job.max_result_bytes,
+            helpers=self.bench.helpers,
+            bench=self.bench,
+            cpu=self.cpu,
+            protect=protect,
+        )
+        proc.memory_mb = job.limits.memory_mb
+        if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
+            return proc.unsent_outcome(self.oom_before, "building the inputs"), 0
+        output_limit = job.limits.output_kb * 1024
+        built, _ = proc.await_frame(
+            protocol.CHILD_BUILT, deadline, output_limit, self.oom_before, "building the inputs"
+        )
+        if built.status != Outcome.OK:
+            return memory_outcome(built, proc), 0
+        proc.take_output()  # what the inputs' code printed is not the module's
+        deadline = time.monotonic() + job.load_time_s
+        started = time.perf_counter_ns()
+        if not proc.send(protocol.CHILD_GO, {}, b"", deadline):
+            return proc.unsent_outcome(self.oom_before, "loading"), 0
+        report, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, output_limit, self.oom_before, "loading")
+        return memory_outcome(report, proc), time.perf_counter_ns() - started
+
+    def _run(self, subject: Child, baseline: Child | None) -> None:
+        report, load_ns = self._load(subject, self.job.subject, (baseline.pid,) if baseline is not None else ())
+        header = report.header()
+        header["time_ms"] = min(round(load_ns / 1e6, 3), protocol.MAX_TIME_MS)
+        self.runner.emit(protocol.LOAD, header)
+        if report.status != Outcome.OK:
+            return
+        freeze(subject)
+        baseline_load_ns = 0
+        if baseline is not None:
+            loaded, baseline_load_ns = self._load(baseline, self.job.baseline, ())
+            if loaded.status != Outcome.OK:
+                self._end(loaded, "baseline", message=f"the baseline did not load: {loaded.message or loaded.status}")
+                return
+            freeze(baseline)
+        for size in range(len(self.bench.sizes)):
+            if not self._size(size, subject, baseline):
+                return
+        self._end(Report(Outcome.OK), "", baseline_load_ns=baseline_load_ns)
+
+    def _size(self, size: int, subject: Child, baseline: Child | None) -> bool:
+        """Every call at one size, the two modules in turn; whether the benchmark goes on."""
+        times: dict[str, list[int]] = {"subject": [], "baseline": []}
+        checked: list[tuple[int, bytes]] = []
+        for call in range(self.bench.calls):
+            turns = [("subject", subject), ("baseline", baseline)]
+            for who, proc in turns if call % 2 == 0 else turns[::-1]:
+                if proc is None:
+                    continue
+                report, body, elapsed = self._call(proc, size, call)
+                if report.status != Outcome.OK:
+                    self._end(report, who, size=size, call=call, output=proc.take_output())
+                    return False
+                times[who].append(elapsed)
+                if who == "subject" and self.bench.checked(call):
+                    checked.append((call, body))
+        for call, body in checked:  # written once the size is done: nothing is written while a call is timed
+            self.runner.emit(protocol.CALL, {"size": size, "call": call}, body, hold=True)
+        self.runner.emit(
+            protocol.SIZE, {"size": size, "subject_ns": times["subject"], "baseline_ns": times["baseline"]}, hold=True
+        )
+        return True
+
+    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int]:
+        """One call, timed by the runner's clock; the child runs only for it."""
+        limits = self.job.limits
+        phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
+        proc.reader.max_body = self.job.max_result_bytes + 64 * 1024
+        proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
+        thaw(proc)
+        started = time.perf_counter_ns()
+        deadline = time.monotonic() + limits.time_s
+        if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
+            report, body = proc.unsent_outcome(self.oom_before, phase), b""
+        else:
+            report, body = proc.await_frame(
+                protocol.CHILD_RESULT, deadline, limits.output_kb * 1024, self.oom_before, phase
+            )
+        elapsed = time.perf_counter_ns() - started
+        report = memory_outcome(report, proc)
+        if report.status == Outcome.OK and report.index != call:
+            report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call"), b""
+        if proc.exit_status is None and not freeze(proc):
+            message = f"its threads could not all be stopped after {phase}"
+            report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
+        return report, body, min(elapsed, protocol.MAX_CALL_NS)
+
+    def _end(self, report: Report, who: str, **extra: object) -> None:
+        header = {**report.header(), "who": who, "cpu": self.cpu}
+        for key, value in extra.items():
+            if key == "baseline_load_ns":
+                header["baseline_load_ms"] = min(round(int(value) / 1e6, 3), protocol.MAX_TIME_MS)  # type: ignore[call-overload]
+            elif value is not None:
+                header[key] = value
+        header.pop("index", None)
+        self.runner.emit(protocol.BENCH_END, header)
+
+
+def run_bench(runner: Runner, job: BenchJob) -> None:
+    Benchmark(runner, job).run()
