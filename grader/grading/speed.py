@@ -138,11 +138,12 @@ def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result
     assert end is not None
     subject_import = (outcome.load.time_ms or 0.0) * 1e6
     baseline_import = (end.baseline_load_ms or 0.0) * 1e6
+    untimed = 1 + speed.warmup  # the first call and the warm-up: work moved there is charged too
     charge = setup_charge_ns(
         subject_import,
         baseline_import,
-        sum(size.subject_ns[0] for size in outcome.sizes),
-        sum(size.baseline_ns[0] for size in outcome.sizes),
+        sum(sum(size.subject_ns[:untimed]) for size in outcome.sizes),
+        sum(sum(size.baseline_ns[:untimed]) for size in outcome.sizes),
         speed.repeats * len(outcome.sizes),
     )
     sizes = [

@@ -3,9 +3,10 @@
 over the submission's call made next to it), with a distribution-free 95 % interval for that median; the
 score is the geometric mean of the sizes' speed-ups (or the smallest), its interval made of the sizes'.
 
-Work done before the timed calls is not free: the submission's import and first calls, beyond what the
-baseline's took, are charged to its timed calls, spread evenly over all of them (a module that does its work
-at import, or on its first call, pays for it as if it had done it in the calls).
+Work done before the timed calls is not free: the submission's import, first calls and warm-up calls, beyond
+what the baseline's took (and a grace for the noise of a load), are charged to its timed calls, spread evenly
+over all of them: a module that does its work at import, on its first call or while it is warmed up (every
+call's inputs are in its memory from the start) pays for it as if it had done it in the timed calls.
 """
 
 from __future__ import annotations
@@ -96,12 +97,15 @@ def size_speed(
     )
 
 
+SETUP_GRACE_NS = 2_000_000  # what a load's own noise may differ by (a cold cache, a page fault storm)
+
+
 def setup_charge_ns(
-    subject_import_ns: float, baseline_import_ns: float, subject_first_ns: float, baseline_first_ns: float, calls: int
+    subject_import_ns: float, baseline_import_ns: float, subject_before_ns: float, baseline_before_ns: float, calls: int
 ) -> float:
-    """What each timed call of the submission is charged for the work it did before them: its import and first
-    calls, beyond the baseline's, spread over its `calls` timed calls."""
-    excess = (subject_import_ns + subject_first_ns) - (baseline_import_ns + baseline_first_ns)
+    """What each timed call of the submission is charged for the work it did before them: its import, first and
+    warm-up calls, beyond the baseline's and the grace, spread over its `calls` timed calls."""
+    excess = (subject_import_ns + subject_before_ns) - (baseline_import_ns + baseline_before_ns) - SETUP_GRACE_NS
     return max(0.0, excess) / max(calls, 1)
 
 

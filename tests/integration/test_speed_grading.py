@@ -1,0 +1,167 @@
+"""Speed-graded problems end to end, through the real service and sandbox (problems/pairwise-distances.yaml:
+correct, then at least 10x its baseline, a loop over every pair of points).
+
+A slow correct solution is refused as slow (time_limit_exceeded, every test passed), a fast correct one is
+accepted with its timing, a fast wrong one is refused by the tests (never timed), one that keeps results
+across calls is refused by the checked calls, and one that does its work at import or on its first call is
+charged for it. Then the leaderboard: the best per entrant, never lowered by a slower resubmission."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+
+pytestmark = pytest.mark.docker
+
+PROBLEM = "pairwise-distances"
+FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
+ROW_LOOP = """import torch
+
+
+def pairwise_distances(x, y):
+    out = torch.empty(x.shape[0], y.shape[0], dtype=x.dtype)
+    for i in range(x.shape[0]):
+        out[i] = ((x[i] - y) ** 2).sum(dim=1).sqrt()
+    return out
+"""
+# The baseline itself: correct, and as fast as the baseline (about 1x where 10x is needed).
+PAIR_LOOP = """import torch
+
+
+def pairwise_distances(x, y):
+    out = torch.empty(x.shape[0], y.shape[0], dtype=x.dtype)
+    for i in range(x.shape[0]):
+        for j in range(y.shape[0]):
+            out[i, j] = torch.sqrt(((x[i] - y[j]) ** 2).sum())
+    return out
+"""
+SQUARED = "def pairwise_distances(x, y):\n    return ((x[:, None] - y[None]) ** 2).sum(-1)\n"
+# Right on every test (each has shapes of its own), then the first result at each size for every later call.
+CACHING = """import torch
+
+_kept = {}
+
+
+def pairwise_distances(x, y):
+    key = (tuple(x.shape), tuple(y.shape))
+    if key not in _kept:
+        _kept[key] = torch.cdist(x, y)
+    return _kept[key]
+"""
+# Fast, after a busy wait at import (each load of the module pays it).
+AT_IMPORT = """import time
+
+import torch
+
+_started = time.perf_counter()
+while time.perf_counter() - _started < 2.0:
+    pass
+
+
+def pairwise_distances(x, y):
+    return torch.cdist(x, y)
+"""
+# Fast, after a busy wait on its first call in each process.
+ON_FIRST_CALL = """import time
+
+import torch
+
+_first = [True]
+
+
+def pairwise_distances(x, y):
+    if _first[0]:
+        _first[0] = False
+        started = time.perf_counter()
+        while time.perf_counter() - started < 2.0:
+            pass
+    return torch.cdist(x, y)
+"""
+
+
+def _submit(client: TestClient, source: str, **extra: object) -> dict:
+    headers = extra.pop("headers", None)
+    body = {"problem_id": PROBLEM, "source": source, **extra}
+    response = client.post("/api/submissions?wait=60", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def _all_passed(verdict: dict) -> bool:
+    hidden = verdict["hidden"]
+    visible = [test for test in verdict["tests"] if test["visible"]]
+    return hidden["passed"] == hidden["total"] and all(test["status"] == "passed" for test in visible)
+
+
+@pytest.fixture(scope="module")
+def grade(client: TestClient) -> Callable[..., dict]:
+    return lambda source, **extra: _submit(client, source, **extra)
+
+
+def test_a_fast_correct_solution_is_accepted_with_its_timing(grade: Callable[..., dict]) -> None:
+    verdict = grade(FAST)
+    assert verdict["status"] == "accepted", verdict
+    speed = verdict["speed"]
+    assert speed["passed"] is True and speed["baseline"] == "pair-loop" and speed["threshold"] == 10
+    assert speed["speedup"] >= 10
+    assert [size["name"] for size in speed["sizes"]] == ["16 x 16", "32 x 32", "48 x 48"]
+    for size in speed["sizes"]:
+        low, high = size["interval"]
+        assert low <= size["speedup"] <= high
+        assert size["repeats"] == 15
+        assert 0 < size["submission_ms"] < size["baseline_ms"]
+    assert speed["submission_import_ms"] is not None and speed["setup_charge_ms"] == 0
+
+
+def test_a_slow_correct_solution_is_refused_as_slow(grade: Callable[..., dict]) -> None:
+    verdict = grade(PAIR_LOOP)
+    assert verdict["status"] == "time_limit_exceeded", verdict
+    assert verdict["score"] == 1.0  # every test passed: it is correct, only slow
+    assert _all_passed(verdict)
+    speed = verdict["speed"]
+    assert speed["passed"] is False and speed["speedup"] < 10
+    assert 0.5 < speed["speedup"] < 2.0, speed  # the baseline against itself: about 1x
+    assert "correct, but" in verdict["message"] and "10x" in verdict["message"]
+
+
+def test_a_fast_wrong_solution_is_refused_by_the_tests_and_never_timed(grade: Callable[..., dict]) -> None:
+    verdict = grade(SQUARED)
+    assert verdict["status"] == "wrong_answer"
+    assert verdict["speed"] is None
+
+
+def test_a_result_kept_from_an_earlier_call_is_not_credited(grade: Callable[..., dict]) -> None:
+    verdict = grade(CACHING)
+    assert _all_passed(verdict), verdict  # right wherever it computes
+    assert verdict["status"] == "wrong_answer", verdict
+    assert "kept from an earlier call" in verdict["message"]
+    assert verdict["speed"]["passed"] is False and verdict["speed"]["speedup"] is None
+
+
+@pytest.mark.parametrize("source", [AT_IMPORT, ON_FIRST_CALL], ids=["at import", "on the first call"])
+def test_work_done_before_the_timed_calls_is_charged(grade: Callable[..., dict], source: str) -> None:
+    verdict = grade(source)
+    speed = verdict["speed"]
+    assert speed is not None, verdict
+    # About 2 s of work spread over 45 timed calls: some 40 ms more per call than cdist's fraction of a ms.
+    assert speed["setup_charge_ms"] > 20, speed
+    assert verdict["status"] == "time_limit_exceeded" and speed["passed"] is False, verdict
+
+
+def test_the_leaderboard_keeps_each_entrants_best(client: TestClient, grade: Callable[..., dict]) -> None:
+    token = secrets.token_urlsafe(24)
+    headers = {"X-Owner-Token": token}
+    fast = grade(FAST, headers=headers, submitter="Ada")
+    assert fast["status"] == "accepted" and fast["submitter"] == "Ada"
+    slower = grade(ROW_LOOP, headers=headers, submitter="Ada")
+    assert slower["status"] == "accepted", slower
+    assert slower["speed"]["speedup"] < fast["speed"]["speedup"]
+    board = client.get(f"/api/problems/{PROBLEM}/leaderboard")
+    assert board.status_code == 200, board.text
+    entries = [entry for entry in board.json()["entries"] if entry["name"] == "Ada"]
+    assert len(entries) == 1, entries
+    assert entries[0]["speedup"] == fast["speed"]["speedup"]  # the slower resubmission did not lower it
+    assert entries[0]["verified"] is False  # without API keys, a name is the submitter's own word
