@@ -22,10 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from grader.containers.frames import Frame, FrameDecoder, encode_job
-from grader.containers.protocol import DONE, HELLO, LOAD, TEST
+from grader.containers.frames import Frame, FrameDecoder, encode, encode_job
+from grader.containers.protocol import BENCH_END, CALL, DONE, HELLO, LOAD, SIZE, TEST
 from sandbox.runner import cleanup, protocol, runner
+from sandbox.runner.bench_job import Bench, BenchJob, BenchSize, CallCommand
 from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report, TestCommand
 from sandbox.runner.protocol import Outcome
 
@@ -49,6 +51,8 @@ def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
     send(protocol.CHILD_READY, Report(Outcome.OK).header())
     kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
     job = ChildJob.parse(body)
+    if job.bench is not None:
+        scripted_bench(cmd_r, job, send)
     namespace: dict = {"JOB": job, "RES": res_w, "os": os, "time": time, "signal": signal}
     try:
         exec(compile(job.source, "submission.py", "exec"), namespace)
@@ -73,6 +77,52 @@ def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
             report, value = Report(Outcome.ERROR, message=str(exc), index=command.index), b""
         sys.stdout.flush()
         sys.stderr.flush()
+        send(protocol.CHILD_RESULT, report.header(), value)
+
+
+def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None:
+    """A benchmark's child (sandbox/runner/execute_bench.py's part), in plain Python: every call's `args` made by
+    the inputs' code (SIZE, CALL, SEED in scope) before the module is run, then one call of `f` per command."""
+    bench = job.bench
+    inputs = {}
+    try:
+        for size in range(len(bench.sizes)):
+            for call in range(bench.calls):
+                scope = {
+                    "SIZE": bench.sizes[size].scope(),
+                    "CALL": call,
+                    "SEED": bench.call_seed(size, call),
+                    "time": time,
+                }
+                exec(bench.inputs, scope)
+                inputs[(size, call)] = scope["args"]
+    except Exception as exc:  # noqa: BLE001 - the inputs' error
+        send(protocol.CHILD_BUILT, Report(Outcome.ERROR, message=str(exc), error_type="BenchInputs").header())
+        os._exit(0)
+    send(protocol.CHILD_BUILT, Report(Outcome.OK).header())
+    kind, _, _ = protocol.read_frame(cmd_r, max_body=0)
+    assert kind == protocol.CHILD_GO
+    namespace: dict = {"os": os, "time": time, "signal": signal, "JOB": job}
+    try:
+        exec(compile(job.source, "submission.py", "exec"), namespace)
+    except Exception as exc:  # noqa: BLE001 - the scripted module's error
+        send(protocol.CHILD_LOAD, Report(Outcome.ERROR, message=str(exc), error_type=type(exc).__name__).header())
+        os._exit(0)
+    send(protocol.CHILD_LOAD, Report(Outcome.OK).header())
+    function = namespace[bench.entry_point]
+    while True:
+        try:
+            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
+        except EOFError:
+            os._exit(0)
+        command = CallCommand.parse(header, bench)
+        namespace["CALL"] = command
+        try:
+            value = str(function(*inputs[command.size, command.call])).encode()
+            report = Report(Outcome.OK, index=command.call)  # after the call: a forging module may move it
+        except Exception as exc:  # noqa: BLE001 - the call's error
+            report, value = Report(Outcome.ERROR, message=str(exc), index=command.call), b""
+        sys.stdout.flush()
         send(protocol.CHILD_RESULT, report.header(), value)
 
 
@@ -156,6 +206,22 @@ class Exchange:
         return [frame.header.status.value for frame in self.tests]  # type: ignore[union-attr]
 
 
+@dataclass
+class BenchExchange:
+    """What came out of the runner for one benchmark, decoded by the grader's strict decoder."""
+
+    load: Frame
+    calls: list[Frame] = field(default_factory=list)
+    sizes: list[Frame] = field(default_factory=list)
+    ends: list[Frame] = field(default_factory=list)
+    done: Frame | None = None
+
+    @property
+    def end(self) -> Any:
+        assert len(self.ends) == 1, self.ends
+        return self.ends[0].header
+
+
 def serve(main: ChildMain, ready_wait_s: float) -> None:
     """The runner's process (python -m tests.unit.runner_harness): stdin and stdout are its frame channel."""
     os.setpgid(0, 0)
@@ -224,6 +290,19 @@ class HostRunner:
             assert frame.kind == TEST, frame
             exchange.tests.append(frame)
 
+    def run_bench(self, bench_job: BenchJob, wait_s: float = 20.0) -> BenchExchange:
+        """A benchmark: its LOAD, each CALL and SIZE, its BENCH_END (absent when the load failed), then DONE."""
+        os.write(self.to_w, encode(protocol.BENCH_JOB, {}, bench_job.payload()))
+        exchange = BenchExchange(load=self.next_frame(wait_s))
+        assert exchange.load.kind == LOAD, exchange.load
+        while True:
+            frame = self.next_frame(wait_s)
+            if frame.kind == DONE:
+                exchange.done = frame
+                return exchange
+            assert frame.kind in (CALL, SIZE, BENCH_END), frame
+            {CALL: exchange.calls, SIZE: exchange.sizes, BENCH_END: exchange.ends}[frame.kind].append(frame)
+
     def said(self) -> str:
         self.log.seek(0)
         return self.log.read().decode("ascii", "replace")
@@ -280,3 +359,31 @@ def job(
 if __name__ == "__main__":
     module, _, name = sys.argv[1].partition(":")
     serve(getattr(importlib.import_module(module), name), float(sys.argv[2]))
+
+
+def bench_job(
+    subject: str,
+    baseline: str = "",
+    inputs: str = "args = [CALL]",
+    sizes: int = 2,
+    warmup: int = 1,
+    repeats: int = 5,
+    time_s: float = 2.0,
+    load_time_s: float = 5.0,
+) -> BenchJob:
+    """A benchmark of `f` for the scripted children: the inputs' code sets `args` (SIZE, CALL, SEED in scope)."""
+    return BenchJob(
+        subject=subject,
+        baseline=baseline,
+        bench=Bench(
+            entry_point="f",
+            inputs=inputs,
+            sizes=tuple(BenchSize(f"size {n}", {"n": n}) for n in range(sizes)),
+            seed=1,
+            warmup=warmup,
+            repeats=repeats,
+        ),
+        limits=Limits(time_s=time_s, memory_mb=4096, output_kb=64),
+        load_time_s=load_time_s,
+        max_result_bytes=1 << 20,
+    )

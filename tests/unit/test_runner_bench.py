@@ -1,0 +1,129 @@
+"""The runner's benchmark (sandbox/runner/timing.py) on the host, with plain-Python children
+(tests/unit/runner_harness.py): its frames in order and counted as the job asked, the two modules in turn,
+the one not timed stopped, every failure told by whose it was; read by the grader's strict decoder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox.runner.protocol import Outcome
+from tests.unit.runner_harness import HostRunner, bench_job
+
+pytestmark = pytest.mark.timeout(120)
+
+TWICE = "def f(x):\n    return x * 2\n"
+SLOW_TWICE = "def f(x):\n    time.sleep(0.004)\n    return x * 2\n"
+
+
+@pytest.fixture(scope="module")
+def runner() -> HostRunner:
+    host = HostRunner()
+    yield host  # type: ignore[misc]
+    host.close()
+
+
+def test_a_benchmark_sends_each_sizes_checked_calls_and_times_then_its_end(runner: HostRunner) -> None:
+    exchange = runner.run_bench(bench_job(TWICE, SLOW_TWICE, sizes=2, warmup=1, repeats=5))
+    assert exchange.load.header.status == Outcome.OK
+    calls = [(frame.header.size, frame.header.call) for frame in exchange.calls]
+    # The first call and the timed ones (not the warm-up, call 1), size by size.
+    assert calls == [(size, call) for size in (0, 1) for call in (0, 2, 3, 4, 5, 6)]
+    assert [frame.body for frame in exchange.calls[:2]] == [b"0", b"4"]  # f(CALL): the inputs of each call
+    for frame in exchange.sizes:
+        assert len(frame.header.subject_ns) == len(frame.header.baseline_ns) == 7
+        # The baseline sleeps 4 ms a call: the runner's clock sees it, whatever the children say.
+        assert min(frame.header.baseline_ns) >= 4_000_000
+        assert sorted(frame.header.subject_ns)[3] < 4_000_000
+    assert exchange.end.status == Outcome.OK and exchange.end.who == ""
+    assert exchange.end.baseline_load_ms is not None
+    assert exchange.done is not None and exchange.done.header.clean
+
+
+def test_the_modules_take_turns_a_b_then_b_a(runner: HostRunner, tmp_path: Path) -> None:
+    log = tmp_path / "turns"
+    module = "def f(x):\n    with open({path!r}, 'a') as out:\n        out.write('{who}%d ' % x)\n    return x\n"
+    job = bench_job(module.format(path=str(log), who="A"), module.format(path=str(log), who="B"), sizes=1, repeats=5)
+    assert runner.run_bench(job).end.status == Outcome.OK
+    turns = "A0 B0 B1 A1 A2 B2 B3 A3 A4 B4 B5 A5 A6 B6"
+    assert log.read_text().split() == turns.split()
+
+
+def test_the_subject_is_stopped_while_the_baseline_runs(runner: HostRunner, tmp_path: Path) -> None:
+    """A thread the subject starts at import keeps writing; the baseline sees no write during its calls."""
+    beat = tmp_path / "beat"
+    subject = (
+        "import threading\n"
+        "def _spin():\n"
+        "    n = 0\n"
+        "    while True:\n"
+        "        n += 1\n"
+        f"        with open({str(beat)!r}, 'w') as out:\n"
+        "            out.write(str(n))\n"
+        "threading.Thread(target=_spin, daemon=True).start()\n" + TWICE
+    )
+    baseline = (
+        "def f(x):\n"
+        f"    before = open({str(beat)!r}).read()\n"
+        "    time.sleep(0.02)\n"
+        f"    if open({str(beat)!r}).read() != before:\n"
+        "        raise RuntimeError('the subject ran during the baseline')\n"
+        "    return x * 2\n"
+    )
+    exchange = runner.run_bench(bench_job(subject, baseline, sizes=1, repeats=5))
+    assert exchange.end.status == Outcome.OK, exchange.end
+
+
+def test_a_call_past_its_time_ends_the_benchmark_as_the_subjects_timeout(runner: HostRunner) -> None:
+    subject = "def f(x):\n    if x == 3:\n        time.sleep(10)\n    return x\n"
+    started = time.monotonic()
+    exchange = runner.run_bench(bench_job(subject, TWICE, sizes=2, repeats=5, time_s=0.5))
+    assert time.monotonic() - started < 5
+    end = exchange.end
+    assert (end.status, end.who, end.size, end.call) == (Outcome.TIMEOUT, "subject", 0, 3)
+    assert exchange.sizes == []  # no size was finished
+
+
+def test_a_call_that_ends_its_process_is_the_subjects_error(runner: HostRunner) -> None:
+    subject = "def f(x):\n    if x == 2:\n        os._exit(3)\n    return x\n"
+    end = runner.run_bench(bench_job(subject, TWICE, sizes=1)).end
+    assert (end.status, end.who, end.call) == (Outcome.ERROR, "subject", 2)
+    assert "exited (code 3)" in (end.message or "")
+
+
+def test_a_baseline_that_fails_is_told_as_the_baselines(runner: HostRunner) -> None:
+    end = runner.run_bench(bench_job(TWICE, "raise ValueError('broken')\n")).end
+    assert (end.status, end.who) == (Outcome.ERROR, "baseline")
+    assert "broken" in (end.message or "")
+    end = runner.run_bench(bench_job(TWICE, "def f(x):\n    raise KeyError(x)\n")).end
+    assert (end.status, end.who, end.call) == (Outcome.ERROR, "baseline", 0)
+
+
+def test_a_subject_that_does_not_load_ends_before_any_call(runner: HostRunner) -> None:
+    exchange = runner.run_bench(bench_job("raise ImportError('no')\n", TWICE))
+    assert exchange.load.header.status == Outcome.ERROR
+    assert exchange.calls == exchange.sizes == exchange.ends == []
+
+
+def test_inputs_that_cannot_be_built_are_the_problems_failure(runner: HostRunner) -> None:
+    exchange = runner.run_bench(bench_job(TWICE, TWICE, inputs="raise ValueError('no inputs')"))
+    assert exchange.load.header.status == Outcome.ERROR
+    assert exchange.load.header.error_type == "BenchInputs"
+
+
+def test_the_load_is_timed_without_the_inputs_making(runner: HostRunner) -> None:
+    """Inputs that take 0.3 s to make, a module that loads at once: its load is timed from the word to load."""
+    exchange = runner.run_bench(bench_job(TWICE, "", inputs="time.sleep(0.05)\nargs = [CALL]", sizes=1, repeats=5))
+    assert exchange.end.status == Outcome.OK
+    assert exchange.load.header.time_ms < 100
+
+
+def test_a_result_for_another_call_is_refused(runner: HostRunner) -> None:
+    """A child that answers a call with a result for another one (a frame forged ahead, say)."""
+    subject = "def f(x):\n    CALL.__dict__  # noqa\n    return x\n"
+    forged = subject.replace("CALL.__dict__  # noqa", "object.__setattr__(CALL, 'call', CALL.call + 1)")
+    end = runner.run_bench(bench_job(forged, TWICE, sizes=1)).end
+    assert (end.status, end.who) == (Outcome.ERROR, "subject")
+    assert "wrong call" in (end.message or "")
