@@ -228,11 +228,22 @@ def run_module(
 
 
 # -- a benchmark (a speed-graded problem's: grading/speed.py) ---------------------------------------------------
+# A subject whose calls take this many times what the threshold allows, against the baseline's, is stopped.
+GIVE_UP_FACTOR = 4.0
+
+
 def bench_job(
-    problem: Any, subject: str, baseline: str, sandbox: SandboxSettings, seed: int, max_result_bytes: int | None = None
+    problem: Any,
+    subject: str,
+    baseline: str,
+    sandbox: SandboxSettings,
+    seed: int,
+    max_result_bytes: int | None = None,
+    give_up: bool = True,
 ) -> BenchJob:
     """The benchmark of `subject` against `baseline` ("": none, the calls only) on the problem's speed inputs
-    drawn under `seed`; each call's returned value at most `max_result_bytes` (the server's cap by default)."""
+    drawn under `seed`; each call's returned value at most `max_result_bytes` (the server's cap by default). A
+    subject far slower than the threshold allows is stopped early (BenchJob.max_ratio)."""
     speed, limits = problem.speed, problem.speed_limits
     return BenchJob(
         subject=subject,
@@ -251,6 +262,7 @@ def bench_job(
         limits=Limits(time_s=limits.time_s, memory_mb=limits.memory_mb, output_kb=limits.output_kb),
         load_time_s=sandbox.load_time_s,
         max_result_bytes=min(max_result_bytes or sandbox.max_result_bytes, sandbox.max_result_bytes),
+        max_ratio=GIVE_UP_FACTOR / speed.threshold if baseline and give_up else 0.0,
     )
 
 

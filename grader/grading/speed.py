@@ -66,7 +66,7 @@ class SpeedGrader:
             return _judges(verdict, result, "no benchmark slot came free")
         try:
             with phases.timed("speed"):
-                return self._grade(problem, source, code, bench_seed(problem, seed), verdict, result)
+                return self._grade(problem, source, code, bench_seed(problem, seed), verdict, result, against is None)
         except Exception as exc:  # the judge's own bug: never blamed on the submission
             log.exception("speed grading crashed")
             return _judges(verdict, result, f"the judge failed: {type(exc).__name__}")
@@ -74,7 +74,14 @@ class SpeedGrader:
             self._slot.release()
 
     def _grade(
-        self, problem: ProblemSpec, source: str, baseline: str, seed: int, verdict: Verdict, result: SpeedResult
+        self,
+        problem: ProblemSpec,
+        source: str,
+        baseline: str,
+        seed: int,
+        verdict: Verdict,
+        result: SpeedResult,
+        give_up: bool,
     ) -> Verdict:
         try:
             expected = self.expected.bench(problem, self.sandboxes.image_id or "unknown", seed)
@@ -83,7 +90,7 @@ class SpeedGrader:
         except (SandboxLost, NoSandbox) as exc:
             return _judges(verdict, result, f"the judge could not run the reference's benchmark: {exc}")
         largest = max((len(body) for body in expected.values()), default=0)
-        job = bench_job(problem, source, baseline, self.sandbox, seed, 2 * largest + 64 * 1024)
+        job = bench_job(problem, source, baseline, self.sandbox, seed, 2 * largest + 64 * 1024, give_up)
         try:
             run = run_benchmark(self.sandboxes, job)
         except NoSandbox as exc:

@@ -32,6 +32,7 @@ from .protocol import (
 )
 
 DEVICES = ("cpu", "cuda")
+GIVE_UP_S = 1.0
 SIZE_PARAM_TYPES = (bool, int, float, str)
 
 
@@ -127,9 +128,13 @@ class BenchJob:
     limits: Limits
     load_time_s: float
     max_result_bytes: int
+    # The subject is stopped once its calls have taken this many times the baseline's in all, plus GIVE_UP_S: it
+    # can no longer reach the threshold, and a slow module would hold the container and the CPU (0: never).
+    max_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         _text(self.subject, "subject")
+        _number(self.max_ratio, 0, 1e6, "max_ratio")
         _text(self.baseline, "baseline")
         if type(self.bench) is not Bench or type(self.limits) is not Limits:
             raise FrameError("malformed benchmark job")

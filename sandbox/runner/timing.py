@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
-from .bench_job import BenchJob, CallCommand
+from .bench_job import GIVE_UP_S, BenchJob, CallCommand
 from .child import Child, memory_outcome
 from .messages import ChildJob, Report
 from .protocol import Outcome
@@ -89,6 +89,7 @@ class Benchmark:
         self.runner, self.job, self.bench = runner, job, job.bench
         self.cpu = pick_cpu()
         self.oom_before = cleanup.oom_kills()
+        self.spent = {"subject": 0, "baseline": 0}  # every call's time so far, in ns
 
     def run(self) -> None:
         baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
@@ -171,14 +172,27 @@ class Benchmark:
                     self._end(report, who, size=size, call=call, output=proc.take_output())
                     return False
                 times[who].append(elapsed)
+                self.spent[who] += elapsed
                 if who == "subject" and self.bench.checked(call):
                     checked.append((call, body))
+            if baseline is not None and self._hopeless():
+                message = (
+                    f"stopped: its calls took {self.spent['subject'] / 1e6:.0f} ms in all, the baseline's "
+                    f"{self.spent['baseline'] / 1e6:.0f} ms: too slow to reach the threshold"
+                )
+                self._end(Report(Outcome.TIMEOUT, message=message), "subject", size=size, call=call)
+                return False
         for call, body in checked:  # written once the size is done: nothing is written while a call is timed
             self.runner.emit(protocol.CALL, {"size": size, "call": call}, body, hold=True)
         self.runner.emit(
             protocol.SIZE, {"size": size, "subject_ns": times["subject"], "baseline_ns": times["baseline"]}, hold=True
         )
         return True
+
+    def _hopeless(self) -> bool:
+        """The subject has taken so much longer than the baseline that it cannot reach the threshold."""
+        ratio = self.job.max_ratio
+        return ratio > 0 and self.spent["subject"] > ratio * self.spent["baseline"] + GIVE_UP_S * 1e9
 
     def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int]:
         """One call, timed by the runner's clock; the child runs only for it."""

@@ -138,3 +138,26 @@ def test_ordinary_calls_pass_and_the_program_is_well_formed() -> None:
             0,
         )
         assert run(program, data) == ALLOW
+
+
+BASELINE = 42  # a benchmark's baseline child: the subject's filter protects it too
+
+
+def bench_call(machine: str, name: str, *args: int, pinned: bool = True) -> int:
+    column = 0 if machine == "x86_64" else 1
+    words = [(arg & 0xFFFFFFFFFFFFFFFF) for arg in args] + [0] * (6 - len(args))
+    data = struct.pack("<iIQ6Q", seccomp.NUMBERS[name][column], seccomp.ARCHES[machine], 0, *words)
+    return run(seccomp.build(machine, (ZYGOTE, RUNNER, BASELINE), pinned), data)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_benchmarks_subject_keeps_its_cpu_and_leaves_the_baseline_alone(machine: str) -> None:
+    """Pinned to one CPU before its module loads, the subject cannot move any thread of its own to another (more
+    CPUs than the baseline has), nor stop, slow or kill the baseline it is timed against."""
+    for target in (0, 1234):
+        assert bench_call(machine, "sched_setaffinity", target, 8, 0) == EPERM
+        assert bench_call(machine, "sched_setaffinity", target, 8, 0, pinned=False) == ALLOW
+    for name in ("kill", "tkill", "pidfd_open", "prlimit64", "sched_setscheduler", "sched_setattr"):
+        assert bench_call(machine, name, BASELINE, 19) == EPERM, name
+    assert bench_call(machine, "kill", BASELINE + 1, 19) == ALLOW  # another process: as for any child
+    assert bench_call(machine, "setpriority", 0, BASELINE, 19) == EPERM  # only the caller itself, as always

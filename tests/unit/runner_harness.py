@@ -370,6 +370,7 @@ def bench_job(
     repeats: int = 5,
     time_s: float = 2.0,
     load_time_s: float = 5.0,
+    max_ratio: float = 0.0,
 ) -> BenchJob:
     """A benchmark of `f` for the scripted children: the inputs' code sets `args` (SIZE, CALL, SEED in scope)."""
     return BenchJob(
@@ -386,4 +387,5 @@ def bench_job(
         limits=Limits(time_s=time_s, memory_mb=4096, output_kb=64),
         load_time_s=load_time_s,
         max_result_bytes=1 << 20,
+        max_ratio=max_ratio,
     )

@@ -127,3 +127,16 @@ def test_a_result_for_another_call_is_refused(runner: HostRunner) -> None:
     end = runner.run_bench(bench_job(forged, TWICE, sizes=1)).end
     assert (end.status, end.who) == (Outcome.ERROR, "subject")
     assert "wrong call" in (end.message or "")
+
+
+def test_a_subject_far_slower_than_the_baseline_is_stopped_early(runner: HostRunner) -> None:
+    """Past `max_ratio` times the baseline's time (plus a second) it can reach no threshold: it would only hold
+    the container and the CPU timed on."""
+    slow = "def f(x):\n    time.sleep(0.15)\n    return x\n"
+    started = time.monotonic()
+    end = runner.run_bench(bench_job(slow, TWICE, sizes=2, warmup=2, repeats=20, max_ratio=2.0)).end
+    assert time.monotonic() - started < 3.5  # not the 44 calls' 6.6 s
+    assert (end.status, end.who) == (Outcome.TIMEOUT, "subject")
+    assert "too slow to reach the threshold" in (end.message or "")
+    end = runner.run_bench(bench_job(slow, TWICE, sizes=1, warmup=0, repeats=5, max_ratio=0.0)).end
+    assert end.status == Outcome.OK  # without a ratio, never stopped

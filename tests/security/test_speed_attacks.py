@@ -1,0 +1,149 @@
+"""Attacks on speed grading (sandbox/runner/timing.py, grader/grading/speed.py), in real sandboxes, once per
+runtime: a submission that tries to slow the baseline it is timed against, to run on more CPUs than it, to
+stop the clock before its work is done, or to hold the benchmark with calls that never end or return too
+much. Each ends in a verdict that credits nothing it did not compute in its timed calls. On
+problems/pairwise-distances.yaml (at least 5x a loop over every pair of points)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.security.conftest import Submit
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+
+PROBLEM = "pairwise-distances"
+FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
+# Only at the benchmark's largest size (48 points): the tests have other shapes.
+AT_48 = "import torch\n\n\ndef pairwise_distances(x, y):\n    if x.shape[0] == 48:\n{body}\n    return torch.cdist(x, y)\n"
+
+# Four threads of work that lets go of the interpreter's lock: on the one CPU the two modules share, a
+# baseline running beside them would get a fifth of it.
+SPINNER = """import threading
+
+import torch
+
+
+def _spin():
+    a = torch.randn(200, 200)
+    while True:
+        a @ a
+
+
+for _ in range(4):
+    threading.Thread(target=_spin, daemon=True).start()
+
+
+def pairwise_distances(x, y):
+    return torch.cdist(x, y)
+"""
+WIDENS_ITS_CPUS = """import os
+
+import torch
+
+if len(os.sched_getaffinity(0)) == 1:  # pinned: the benchmark's child
+    try:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except OSError:
+        pass
+    else:
+        if len(os.sched_getaffinity(0)) > 1:
+            os._exit(9)
+
+
+def pairwise_distances(x, y):
+    return torch.cdist(x, y)
+"""
+SIGNALS_EVERYONE = """import os
+import signal
+
+import torch
+
+for pid in range(1, 4096):  # every pid a container's processes may have (its /proc is not to be listed)
+    if pid != os.getpid():
+        for number in (signal.SIGSTOP, signal.SIGKILL):
+            try:
+                os.kill(pid, number)
+            except OSError:
+                pass
+
+
+def pairwise_distances(x, y):
+    return torch.cdist(x, y)
+"""
+# Writes a result for the call on its own result pipe before doing the work, to stop the runner's clock early.
+FORGES_AHEAD = """import sys
+
+import torch
+
+
+def pairwise_distances(x, y):
+    frame = sys._getframe(1)
+    while frame is not None and "res_w" not in frame.f_locals:
+        frame = frame.f_back
+    command = frame.f_locals.get("command") if frame is not None else None
+    if type(command).__name__ == "CallCommand":
+        protocol, values = sys.modules["runner.protocol"], sys.modules["runner.values"]
+        body = values.encode_value(torch.zeros(x.shape[0], y.shape[0]), 1 << 20)
+        header = {"status": "ok", "index": command.call}
+        protocol.write_all(frame.f_locals["res_w"], protocol.encode(b"r", header, body))
+    return torch.cdist(x, y)
+"""
+
+
+@pytest.fixture(scope="module")
+def honest(submit: Submit) -> dict:
+    verdict = submit(FAST, PROBLEM)
+    assert verdict["status"] == "accepted", verdict
+    return verdict
+
+
+def test_a_thread_spinning_in_the_background_does_not_slow_the_baseline(submit: Submit, honest: dict) -> None:
+    """The subject is stopped, every thread of it, while the baseline runs: threads spinning in the background
+    compete with its own calls only. (Were they not stopped, the baseline would take about five times as long;
+    the margin is for a busy machine's noise.)"""
+    verdict = submit(SPINNER, PROBLEM)
+    speed = verdict["speed"]
+    assert speed is not None and speed["sizes"], verdict
+    for spun, fair in zip(speed["sizes"], honest["speed"]["sizes"], strict=True):
+        assert spun["baseline_ms"] < 2.5 * fair["baseline_ms"], (spun, fair)
+    assert speed["speedup"] <= 1.5 * honest["speed"]["speedup"], (speed, honest["speed"])
+
+
+def test_more_cpus_than_the_one_it_is_pinned_to_are_refused(submit: Submit) -> None:
+    verdict = submit(WIDENS_ITS_CPUS, PROBLEM)
+    assert verdict["status"] == "accepted", verdict  # it did not exit: the widening was refused
+    assert verdict["speed"]["cpu"] is not None
+
+
+def test_signals_to_the_baseline_and_the_judge_are_refused(submit: Submit) -> None:
+    verdict = submit(SIGNALS_EVERYONE, PROBLEM)
+    assert verdict["status"] == "accepted", verdict  # the baseline was neither stopped nor killed
+    assert verdict["speed"]["passed"] is True
+
+
+def test_a_result_forged_ahead_of_the_work_is_not_credited(submit: Submit) -> None:
+    verdict = submit(FORGES_AHEAD, PROBLEM)
+    assert verdict["status"] in ("wrong_answer", "runtime_error"), verdict
+    assert verdict["speed"] is not None and verdict["speed"]["passed"] is False
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ("        while True:\n            pass", "time_limit_exceeded", "time limit"),
+        ("        return torch.zeros(4000, 4000)", "output_limit_exceeded", "larger than"),
+        ("        return torch.ones(1 << 30, dtype=torch.float64)", "memory_limit_exceeded", "memory"),
+        ("        import os\n        os._exit(0)", "runtime_error", "exited"),
+    ],
+    ids=["never returns", "a huge result", "a memory bomb", "exits"],
+)
+def test_a_call_that_fails_is_the_submissions_own_verdict(
+    submit: Submit, honest: dict, body: str, status: str, words: str
+) -> None:
+    verdict = submit(AT_48.format(body=body), PROBLEM)
+    assert verdict["status"] == status, verdict
+    assert "the benchmark, call 1 at size '48 x 48'" in verdict["message"]
+    assert words in verdict["message"], verdict["message"]
+    assert verdict["speed"]["passed"] is False
+    assert submit(FAST, PROBLEM)["status"] == "accepted"  # the next is graded as before
