@@ -59,7 +59,11 @@ import signal
 
 import torch
 
-for pid in range(1, 4096):  # every pid a container's processes may have (its /proc is not to be listed)
+try:
+    pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+except OSError:  # Landlock: /proc is not to be listed; every pid the container's processes may have so far
+    pids = list(range(1, 4096))
+for pid in pids:
     if pid != os.getpid():
         for number in (signal.SIGSTOP, signal.SIGKILL):
             try:
@@ -117,9 +121,12 @@ def test_more_cpus_than_the_one_it_is_pinned_to_are_refused(submit: Submit) -> N
 
 
 def test_signals_to_the_baseline_and_the_judge_are_refused(submit: Submit) -> None:
+    """A killed baseline would make the benchmark the judge's failure (internal_error); a stopped one would
+    wait for its time limit. Its import's cost, thousands of system calls, is charged: it may be too slow."""
     verdict = submit(SIGNALS_EVERYONE, PROBLEM)
-    assert verdict["status"] == "accepted", verdict  # the baseline was neither stopped nor killed
-    assert verdict["speed"]["passed"] is True
+    assert verdict["status"] in ("accepted", "time_limit_exceeded"), verdict
+    speed = verdict["speed"]
+    assert speed["speedup"] is not None and all(size["baseline_ms"] < 1000 for size in speed["sizes"]), speed
 
 
 def test_a_result_forged_ahead_of_the_work_is_not_credited(submit: Submit) -> None:
