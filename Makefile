@@ -1,4 +1,4 @@
-.PHONY: setup setup-test run test test-unit test-docker test-security test-web bench bench-batch load e2e-compose lint lint-checks clean
+.PHONY: setup setup-test run test test-unit test-docker test-security test-web bench bench-speed bench-batch load e2e-compose lint lint-checks clean
 
 # Python may cache compiled modules and pytest its rewritten test modules (in __pycache__/, ignored by git
 # and by the image builds) even where the environment says not to: every run would compile them again.
@@ -29,6 +29,10 @@ test-web: setup-test
 
 bench: setup
 	.venv/bin/python bench/bench.py
+
+# Speed grading's noise: the same solutions graded 20 times, a 2x one against a 1x one (docs/BENCHMARKS.md).
+bench-speed: setup
+	.venv/bin/python bench/speed_noise.py
 
 # 1,000 solutions, a quarter looping forever, through POST /api/submissions/batch (grader submit --batch).
 bench-batch: setup

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from grader import phases
-from grader.containers.container import FRAME_SLACK_S, LOADING, SandboxContainer, SandboxLost, SandboxProtocolError
+from grader.containers.container import FRAME_SLACK_S, LOADING, SandboxContainer, SandboxProtocolError
 from grader.containers.frames import encode
 from grader.containers.protocol import (
     BENCH_END,
@@ -84,9 +84,10 @@ def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, 
             assert isinstance(header, SizeHeader)
             if header.size != size or pending:
                 raise SandboxProtocolError("a benchmark's size out of order, or without its calls")
-            if len(header.subject_ns) != bench.calls or len(header.baseline_ns) != baseline_count:
+            counts = (len(header.subject_ns), len(header.subject_done_ns), len(header.baseline_ns))
+            if counts != (bench.calls, bench.calls, baseline_count) or len(header.baseline_done_ns) != baseline_count:
                 raise SandboxProtocolError("a benchmark's times do not match its calls")
             outcome.sizes.append(header)
             size, pending = size + 1, list(expected_calls)
         else:
-            raise SandboxLost(f"unexpected frame kind during a benchmark: {frame.kind!r}")
+            raise SandboxProtocolError(f"unexpected frame kind during a benchmark: {frame.kind!r}")

@@ -204,11 +204,15 @@ class CallHeader(_Frame):
 
 class SizeHeader(_Frame):
     """One size's raw times, every call's in order, as the runner's clock measured them (the first, the warm-up,
-    the timed repetitions); the baseline's empty when there is none."""
+    the timed repetitions): until the whole value came, and until the child said the call returned; the
+    baseline's empty when there is none."""
 
     size: SizeIndex
     subject_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
     baseline_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
+    # Until each call's DONE (it returned; its value followed): the sending timed apart (speed_stats.py).
+    subject_done_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
+    baseline_done_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
 
 
 class BenchEndHeader(_Failure):

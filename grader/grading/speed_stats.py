@@ -78,7 +78,7 @@ def _rounded(value: float, digits: int = 4) -> float:
 
 
 def size_speed(
-    name: str, subject_ns: Sequence[int], baseline_ns: Sequence[int], warmup: int, charge_ns: float
+    name: str, subject_ns: Sequence[float], baseline_ns: Sequence[float], warmup: int, charge_ns: float
 ) -> SizeSpeed:
     """One size's numbers from its raw times (every call, in order: the first, the warm-up, the timed ones)."""
     timed_subject = [ns + charge_ns for ns in subject_ns[1 + warmup :]]
@@ -98,6 +98,32 @@ def size_speed(
 
 
 SETUP_GRACE_NS = 2_000_000  # what a load's own noise may differ by (a cold cache, a page fault storm)
+
+
+def work_ns(
+    subject: Sequence[int],
+    subject_done: Sequence[int],
+    baseline: Sequence[int],
+    baseline_done: Sequence[int],
+    warmup: int,
+) -> tuple[list[float], list[float]]:
+    """Each call's work, the subject's and the baseline's: the time until the module's child said the call
+    returned, plus what its value then took to come beyond the usual (the median of the baseline's timed calls
+    at this size, the same value's sending: the subject cannot move it). Encoding and sending a value is the
+    judge's work, the same for both, and not timed; work a child moves past its word that it returned is, as
+    the excess."""
+
+    def sending(full: Sequence[int], done: Sequence[int]) -> list[int]:
+        return [max(0, whole - returned) for whole, returned in zip(full, done, strict=True)]
+
+    timed = sending(baseline, baseline_done)[1 + warmup :]
+    usual = median(timed) if timed else 0.0
+
+    def work(full: Sequence[int], done: Sequence[int]) -> list[float]:
+        pairs = zip(full, done, strict=True)
+        return [min(returned, whole) + max(0.0, whole - returned - usual) for whole, returned in pairs]
+
+    return work(subject, subject_done), work(baseline, baseline_done)
 
 
 def setup_charge_ns(

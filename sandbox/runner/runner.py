@@ -19,8 +19,9 @@ import traceback
 
 from . import cleanup, landlock, protocol, timing, zygote
 from .bench_job import BenchJob
-from .child import Child, memory_outcome
+from .child import Child
 from .messages import Job, Report, TestCommand
+from .outcomes import memory_outcome
 from .protocol import Outcome
 
 PR_SET_DUMPABLE = 4

@@ -5,8 +5,10 @@ seccomp then refuses to change it) and the subject kept from signalling the base
 at any time: the other is stopped (SIGSTOP, every thread of it, waited for), so that nothing the subject
 starts, a thread spinning in the background say, runs while the baseline is timed, nor between its own
 calls where no clock runs. The calls alternate (A B, then B A, so neither always goes first). Each call is
-timed from the command sent to the whole returned value received: a child cannot stop the clock before its
-work is done, since the value is the work. The returned values of the subject's first and timed calls go to
+timed twice from the command sent: to the child's word that the call returned (DONE), and to its whole value
+received. The trusted side counts the first, plus whatever the second took beyond the usual sending of such a
+value (grader/grading/speed_stats.py): a child that says DONE before its work is done only moves that work to
+where it is counted still, since the value is the work. The returned values of the subject's first and timed calls go to
 the trusted side, which checks them against the reference's on the same inputs; the raw times go there
 too, and the statistics are made there.
 """
@@ -20,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
 from .bench_job import GIVE_UP_S, BenchJob, CallCommand
-from .child import Child, memory_outcome
+from .child import Child
 from .messages import ChildJob, Report
+from .outcomes import memory_outcome
 from .protocol import Outcome
 
 if TYPE_CHECKING:
@@ -160,18 +163,19 @@ class Benchmark:
 
     def _size(self, size: int, subject: Child, baseline: Child | None) -> bool:
         """Every call at one size, the two modules in turn; whether the benchmark goes on."""
-        times: dict[str, list[int]] = {"subject": [], "baseline": []}
+        times: dict[str, list[int]] = {"subject": [], "baseline": [], "subject_done": [], "baseline_done": []}
         checked: list[tuple[int, bytes]] = []
         for call in range(self.bench.calls):
             turns = [("subject", subject), ("baseline", baseline)]
             for who, proc in turns if call % 2 == 0 else turns[::-1]:
                 if proc is None:
                     continue
-                report, body, elapsed = self._call(proc, size, call)
+                report, body, done, elapsed = self._call(proc, size, call)
                 if report.status != Outcome.OK:
                     self._end(report, who, size=size, call=call, output=proc.take_output())
                     return False
                 times[who].append(elapsed)
+                times[f"{who}_done"].append(done)
                 self.spent[who] += elapsed
                 if who == "subject" and self.bench.checked(call):
                     checked.append((call, body))
@@ -185,7 +189,7 @@ class Benchmark:
         for call, body in checked:  # written once the size is done: nothing is written while a call is timed
             self.runner.emit(protocol.CALL, {"size": size, "call": call}, body, hold=True)
         self.runner.emit(
-            protocol.SIZE, {"size": size, "subject_ns": times["subject"], "baseline_ns": times["baseline"]}, hold=True
+            protocol.SIZE, {"size": size, **{f"{key}_ns": value for key, value in times.items()}}, hold=True
         )
         return True
 
@@ -194,29 +198,34 @@ class Benchmark:
         ratio = self.job.max_ratio
         return ratio > 0 and self.spent["subject"] > ratio * self.spent["baseline"] + GIVE_UP_S * 1e9
 
-    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int]:
-        """One call, timed by the runner's clock; the child runs only for it."""
+    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int, int]:
+        """One call, timed by the runner's clock, the child running only for it: (how it ended, its value, the
+        time until the child said it returned, the time until its whole value came)."""
         limits = self.job.limits
         phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
         proc.reader.max_body = self.job.max_result_bytes + 64 * 1024
         proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
+        done: int | None = None  # until the child said the call returned: its work (its value follows)
         thaw(proc)
         started = time.perf_counter_ns()
         deadline = time.monotonic() + limits.time_s
         if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
             report, body = proc.unsent_outcome(self.oom_before, phase), b""
         else:
-            report, body = proc.await_frame(
-                protocol.CHILD_RESULT, deadline, limits.output_kb * 1024, self.oom_before, phase
-            )
+            kinds, output = (protocol.CHILD_DONE, protocol.CHILD_RESULT), limits.output_kb * 1024
+            report, body = proc.await_frame(kinds, deadline, output, self.oom_before, phase)
+            if report.status == Outcome.OK and proc.last_kind == protocol.CHILD_DONE and report.index == call:
+                done = time.perf_counter_ns() - started
+                report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
         elapsed = time.perf_counter_ns() - started
+        done = elapsed if done is None else done
         report = memory_outcome(report, proc)
         if report.status == Outcome.OK and report.index != call:
             report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call"), b""
         if proc.exit_status is None and not freeze(proc):
             message = f"its threads could not all be stopped after {phase}"
             report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
-        return report, body, min(elapsed, protocol.MAX_CALL_NS)
+        return report, body, min(done, protocol.MAX_CALL_NS), min(elapsed, protocol.MAX_CALL_NS)
 
     def _end(self, report: Report, who: str, **extra: object) -> None:
         header = {**report.header(), "who": who, "cpu": self.cpu}

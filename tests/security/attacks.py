@@ -1063,7 +1063,7 @@ while True:
 """
         ),
         # Touching a whole GiB takes about the 2 s limit on a loaded host: a test whose time runs out at the
-        # edge of its memory limit is the memory's (sandbox/runner/child.py memory_outcome).
+        # edge of its memory limit is the memory's (sandbox/runner/outcomes.py memory_outcome).
         V("memory_limit_exceeded"),
         "MemoryError under RLIMIT_DATA (RLIMIT_AS under gVisor), or the OOM killer, which picks the "
         "child (oom_score_adj 1000)",

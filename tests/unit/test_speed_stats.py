@@ -15,6 +15,7 @@ from grader.grading.speed_stats import (
     score,
     setup_charge_ns,
     size_speed,
+    work_ns,
 )
 
 
@@ -85,3 +86,21 @@ def test_the_score_is_the_geometric_mean_or_the_smallest() -> None:
     assert value == 4 and interval == (4, 4)
     assert score(sizes, "min") == (2, (2, 2))
     assert math.isclose(geometric_mean([2, 8]), 4)
+
+
+def test_a_calls_work_is_until_it_returned_plus_any_unusual_sending() -> None:
+    """Encoding and sending a value is the judge's, the same for both modules: not counted. A child that says
+    it returned before its work is done moves that work into its sending, where the excess is counted."""
+    ms = 1_000_000
+    # First call, then three timed: each returns after 1 ms (subject) or 4 ms (baseline); sending takes 2 ms.
+    subject, subject_done = [3 * ms] * 4, [1 * ms] * 4
+    baseline, baseline_done = [6 * ms] * 4, [4 * ms] * 4
+    honest, base = work_ns(subject, subject_done, baseline, baseline_done, warmup=0)
+    assert honest == [1 * ms] * 4 and base == [4 * ms] * 4
+    # A forger says "done" at once and does its 1 ms of work while "sending": counted all the same.
+    forger_done = [0] * 4
+    forged, _ = work_ns(subject, forger_done, baseline, baseline_done, warmup=0)
+    assert min(forged) >= 1 * ms - 1
+    # A child that never said DONE (its value came at once): its whole time.
+    whole, _ = work_ns(subject, subject, baseline, baseline_done, warmup=0)
+    assert whole == [3 * ms] * 4
