@@ -19,6 +19,7 @@ from grader.api.edge import CORS_EXPOSED, CORS_HEADERS, CORS_METHODS, DeclaredBo
 from grader.api.events import events_router
 from grader.api.forwarded import ForwardedMiddleware
 from grader.api.health import health_router
+from grader.api.leaderboard import leaderboard_router
 from grader.api.limits import BodyLimitMiddleware, route_caps
 from grader.api.listing import listing_router
 from grader.api.me import me_router
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         health_router,
         docs_router,
         problems_router,
+        leaderboard_router,
         listing_router,  # before submissions_router: /api/submissions/export is not an id
         batches_router,
         submissions_router,

@@ -154,8 +154,8 @@ def _schema(_args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace) -> int:
     if args.batch is not None:
-        if args.file is not None or args.run_only or args.json:
-            print("error: --batch takes no FILE, --run or --json (its output is JSON Lines)", file=sys.stderr)
+        if args.file is not None or args.run_only or args.json or args.name is not None:
+            print("error: --batch takes no FILE, --run, --json or --name (its output is JSON Lines)", file=sys.stderr)
             return 2
         from grader.client_batch import main_batch
 
@@ -165,20 +165,35 @@ def _submit(args: argparse.Namespace) -> int:
         return 2
     from grader.client import main_submit
 
-    return main_submit(args.file, args.problem, args.url, args.run_only, args.json)
+    return main_submit(args.file, args.problem, args.url, args.run_only, args.json, args.name)
 
 
 def _remote(args: argparse.Namespace) -> int:
     import os
 
-    from grader.client import DEFAULT_URL, Client, ClientError, list_problems, show_problem
+    from grader.client import DEFAULT_URL, Client, ClientError, list_problems, show_leaderboard, show_problem
 
     client = Client(args.url or os.environ.get("GRADER_URL", DEFAULT_URL), os.environ.get("GRADER_API_KEY"))
     try:
-        return list_problems(client) if args.problems_command == "list" else show_problem(client, args.problem_id)
+        out = sys.stdout  # looked up now, not when the client module was imported
+        if args.command == "leaderboard":
+            return show_leaderboard(client, args.problem_id, as_json=args.json, limit=args.limit, out=out)
+        if args.problems_command == "list":
+            return list_problems(client, out)
+        return show_problem(client, args.problem_id, out)
     except ClientError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _entry_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= count <= 1000:
+        raise argparse.ArgumentTypeError(f"{count} is not between 1 and 1000")
+    return count
 
 
 def _client_commands(commands: argparse._SubParsersAction, problem_commands: argparse._SubParsersAction) -> None:
@@ -201,6 +216,9 @@ def _client_commands(commands: argparse._SubParsersAction, problem_commands: arg
         "--run", dest="run_only", action="store_true", help="run on the visible tests; nothing is submitted"
     )
     submit.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    submit.add_argument(
+        "--name", help="the name a speed-graded problem's leaderboard shows (vouched for by GRADER_API_KEY, if set)"
+    )
     submit.set_defaults(run=_submit)
     listing = problem_commands.add_parser("list", help="the service's problems")
     listing.add_argument("--url", help=url_help)
@@ -209,6 +227,16 @@ def _client_commands(commands: argparse._SubParsersAction, problem_commands: arg
     show.add_argument("problem_id", metavar="ID")
     show.add_argument("--url", help=url_help)
     show.set_defaults(run=_remote)
+    board = commands.add_parser(
+        "leaderboard",
+        help="a speed-graded problem's leaderboard (exit 0; 2 on an error, or for a problem without one)",
+        description="Prints each entrant's best accepted speed-up over the problem's baseline, best first.",
+    )
+    board.add_argument("problem_id", metavar="PROBLEM_ID")
+    board.add_argument("--limit", type=_entry_count, metavar="N", help="at most N entries (1 to 1000)")
+    board.add_argument("--json", action="store_true", help="print the board as JSON")
+    board.add_argument("--url", help=url_help)
+    board.set_defaults(run=_remote)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,13 @@
-"""`grader submit` and `grader problems list|show`: the service from a terminal, over its HTTP API.
+"""`grader submit`, `grader problems list|show` and `grader leaderboard`: the service from a terminal, over its
+HTTP API.
 
 A submission is POSTed, then followed on its event stream: each test is printed as it finishes, then
-the summary and the first failing visible test's expected against got. With --run, the file is run on
+the summary and the first failing visible test's expected against got, and for a speed-graded problem the
+timing against its baseline (a row per input size, then the score line). With --run, the file is run on
 the visible tests instead (POST /api/runs: not a submission). Exit status: 0 accepted, 1 not, 2 a usage
-or connection error. The API key, if the server wants one, comes from GRADER_API_KEY; without keys,
-GRADER_OWNER_TOKEN (if set) is sent as X-Owner-Token, so that a browser holding the same token lists
-these submissions in its history.
+or connection error; `grader leaderboard` 0, or 2 (a problem without a board among them). The API key, if
+the server wants one, comes from GRADER_API_KEY; without keys, GRADER_OWNER_TOKEN (if set) is sent as
+X-Owner-Token, so that a browser holding the same token lists these submissions in its history.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,23 +139,28 @@ def _test_line(test: dict[str, Any]) -> str:
     return f"  {MARKS.get(status, _safe(status, 8))}  {_safe(test.get('name'), 200)}{took}{message}"
 
 
-def _first_failure(tests: list[dict[str, Any]], out: TextIO) -> None:
-    failing = next((t for t in tests if t.get("visible") and t.get("status") not in (None, "passed", "skipped")), None)
-    if failing is None:
-        return
-    print(f"\nfirst failing visible test: {_safe(failing.get('name'), 200)}", file=out)
-    details = failing.get("details") if isinstance(failing.get("details"), dict) else {}
+def _print_details(details: dict[str, Any], out: TextIO, expected: Any = None, got: Any = None) -> None:
+    """A failed comparison: where, why, expected against got, the errors."""
     if details.get("path"):
         print(f"  output:   {_safe(details['path'], 200)}", file=out)
     if details.get("reason"):
         print(f"  reason:   {_safe(details['reason'], 300)}", file=out)
-    expected, got = details.get("expected") or failing.get("expected"), details.get("got") or failing.get("got")
+    expected, got = details.get("expected") or expected, details.get("got") or got
     if expected is not None or got is not None:
         print(f"  expected: {_safe(expected, 2000)}", file=out)
         print(f"  got:      {_safe(got, 2000)}", file=out)
     for key in ("max_abs_error", "max_rel_error", "first_mismatches"):
         if key in details:
             print(f"  {key}: {_safe(details[key], 2000)}", file=out)
+
+
+def _first_failure(tests: list[dict[str, Any]], out: TextIO) -> None:
+    failing = next((t for t in tests if t.get("visible") and t.get("status") not in (None, "passed", "skipped")), None)
+    if failing is None:
+        return
+    print(f"\nfirst failing visible test: {_safe(failing.get('name'), 200)}", file=out)
+    details = failing.get("details") if isinstance(failing.get("details"), dict) else {}
+    _print_details(details, out, failing.get("expected"), failing.get("got"))
     if failing.get("traceback"):
         print("  " + _safe(failing["traceback"], 16_000).rstrip().replace("\n", "\n  "), file=out)
     if failing.get("output"):
@@ -185,6 +193,71 @@ def _summary(verdict: dict[str, Any], out: TextIO) -> None:
     if verdict.get("hint"):
         print(f"  hint: {_safe(verdict['hint'], 2000)}", file=out)
     _first_failure(tests, out)
+    _print_speed(verdict, out)
+
+
+# -- speed: a speed-graded verdict's timing, and a problem's leaderboard ----------------------------------
+SCORE_WORDS = {"geomean": "geometric mean of the sizes", "min": "smallest of the sizes"}
+MAX_SIZES = 16  # a problem has at most this many
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _times(value: Any) -> str:
+    """A speed-up: 12.3x, 0.5x, 1,250x; "-" for what is not a positive number."""
+    number = _number(value)
+    if number is None or number <= 0:
+        return "-"
+    return f"{number:,.0f}x" if number >= 1000 else f"{number:.3g}x"
+
+
+def _ms(value: Any) -> str:
+    number = _number(value)
+    return "-" if number is None or number < 0 else f"{number:.3g}"
+
+
+def _interval(pair: Any) -> str:
+    if not isinstance(pair, list) or len(pair) != 2:
+        return ""
+    return f"[{_times(pair[0])}, {_times(pair[1])}]"
+
+
+def _print_speed(verdict: dict[str, Any], out: TextIO) -> None:
+    """The timing against the baseline: a row per input size, then the score line."""
+    speed = verdict.get("speed")
+    if not isinstance(speed, dict):
+        return
+    device = _safe(speed.get("device") or "cpu", 8)
+    print(f"\nspeed against the baseline {_safe(speed.get('baseline'), 64)} ({device}):", file=out)
+    sizes = [size for size in speed.get("sizes") or [] if isinstance(size, dict)][:MAX_SIZES]
+    if sizes:
+        names = [_safe(size.get("name"), 40) for size in sizes]
+        width = max(4, *(len(name) for name in names))
+        print(f"  {'size':<{width}}  {'yours ms':>9}  {'baseline ms':>11}  speed-up [95% interval]", file=out)
+        for name, size in zip(names, sizes, strict=True):
+            timed = f"{_ms(size.get('submission_ms')):>9}  {_ms(size.get('baseline_ms')):>11}"
+            print(
+                f"  {name:<{width}}  {timed}  {_times(size.get('speedup'))} {_interval(size.get('interval'))}", file=out
+            )
+    how = SCORE_WORDS.get(speed.get("score"), _safe(speed.get("score"), 16))
+    passed = "passed" if speed.get("passed") is True else "not passed"
+    score = f"{_times(speed.get('speedup'))} {_interval(speed.get('interval'))}".rstrip()
+    print(f"  score {score} ({how}); threshold {_times(speed.get('threshold'))}: {passed}", file=out)
+    if sizes:
+        yours, theirs = _ms(speed.get("submission_import_ms")), _ms(speed.get("baseline_import_ms"))
+        charge = _ms(speed.get("setup_charge_ms"))
+        print(
+            f"  import: yours {yours} ms, the baseline's {theirs} ms; setup charge {charge} ms per timed call", file=out
+        )
+    if speed.get("message") and speed.get("message") != verdict.get("message"):
+        print(f"  {_safe(speed['message'], 1000)}", file=out)
+    if isinstance(speed.get("details"), dict):
+        print("  a timed call's wrong value:", file=out)
+        _print_details(speed["details"], out)
 
 
 def _print_tests(tests: list[Any], verdict: dict[str, Any], out: TextIO) -> None:
@@ -197,7 +270,16 @@ def _print_tests(tests: list[Any], verdict: dict[str, Any], out: TextIO) -> None
         print(line, file=out)
 
 
-def submit(client: Client, problem_id: str, source: str, *, run: bool, as_json: bool, out: TextIO = sys.stdout) -> int:
+def submit(
+    client: Client,
+    problem_id: str,
+    source: str,
+    *,
+    run: bool,
+    as_json: bool,
+    out: TextIO = sys.stdout,
+    name: str | None = None,
+) -> int:
     if run:
         result = client.post("/api/runs", {"problem_id": problem_id, "source": source})
         if as_json:
@@ -206,7 +288,8 @@ def submit(client: Client, problem_id: str, source: str, *, run: bool, as_json: 
             _print_tests(result.get("tests") or [], result, out)
             _summary(result, out)
         return 0 if result["status"] == "accepted" else 1
-    created = client.post("/api/submissions", {"problem_id": problem_id, "source": source})
+    body = {"problem_id": problem_id, "source": source} | ({"submitter": name} if name else {})
+    created = client.post("/api/submissions", body)
     verdict = None
     printed: set[Any] = set()
     for kind, data in client.events(created["id"]):
@@ -244,13 +327,59 @@ def show_problem(client: Client, problem_id: str, out: TextIO = sys.stdout) -> i
     print(f"{problem['title']} ({problem['id']}, {problem['difficulty']})", file=out)
     print(f"entry points: {', '.join(problem['entry_points'])}", file=out)
     print(f"limits: {limits['time_s']} s, {limits['memory_mb']} MB per test", file=out)
-    print(f"tests: {len(problem['visible_tests'])} visible, {problem['hidden_tests']} hidden\n", file=out)
+    print(f"tests: {len(problem['visible_tests'])} visible, {problem['hidden_tests']} hidden", file=out)
+    speed = problem.get("speed")
+    if isinstance(speed, dict):
+        how = SCORE_WORDS.get(speed.get("score"), _safe(speed.get("score"), 16))
+        print(
+            f"speed-graded: at least {_times(speed.get('threshold'))} the baseline {_safe(speed.get('baseline'), 64)}"
+            f" ({how}), on {_safe(speed.get('device'), 8)}",
+            file=out,
+        )
+        sizes = ", ".join(_safe(size.get("name"), 40) for size in speed.get("sizes") or [] if isinstance(size, dict))
+        calls = f"{speed.get('warmup')} warm-up and {speed.get('repeats')} timed calls each"
+        print(f"  sizes: {sizes} ({calls}); the board: grader leaderboard {problem['id']}", file=out)
+    print(file=out)
     print(problem["statement"].rstrip(), file=out)
     print("\n--- starter code ---\n" + problem["starter_code"].rstrip(), file=out)
     return 0
 
 
-def main_submit(path: str, problem_id: str, url: str | None, run: bool, as_json: bool) -> int:
+def show_leaderboard(
+    client: Client, problem_id: str, *, as_json: bool, limit: int | None = None, out: TextIO = sys.stdout
+) -> int:
+    """A speed-graded problem's board, best first (an unknown problem, or one without a board: ClientError)."""
+    query = f"?limit={limit}" if limit is not None else ""
+    board = client.get(f"/api/problems/{urllib.parse.quote(problem_id, safe='')}/leaderboard{query}")
+    if as_json:
+        print(json.dumps(board, indent=2), file=out)
+        return 0
+    how = SCORE_WORDS.get(board.get("score"), _safe(board.get("score"), 16))
+    print(
+        f"{_safe(board.get('problem_id'), 64)}: speed-up over the baseline {_safe(board.get('baseline'), 64)} ({how});"
+        f" accepted from {_times(board.get('threshold'))}",
+        file=out,
+    )
+    entries = [entry for entry in board.get("entries") or [] if isinstance(entry, dict)]
+    if not entries:
+        print("no entries yet", file=out)
+        return 0
+    print(f"{'rank':>4}  {'speed-up':>9}  {'verified':<8}  {'submitted':<16}  name", file=out)
+    earlier = False
+    for entry in entries:
+        rank = entry.get("rank") if type(entry.get("rank")) is int else "?"
+        when = _safe(entry.get("submitted_at"), 40)[:16].replace("T", " ")
+        mark = "*" if entry.get("problem_version") != board.get("version") else ""
+        earlier = earlier or bool(mark)
+        verified = "yes" if entry.get("verified") is True else "no"
+        speedup = _times(entry.get("speedup")) + mark
+        print(f"{rank:>4}  {speedup:>9}  {verified:<8}  {when:<16}  {_safe(entry.get('name'), 64)}", file=out)
+    if earlier:
+        print("* graded against an earlier version of the problem", file=out)
+    return 0
+
+
+def main_submit(path: str, problem_id: str, url: str | None, run: bool, as_json: bool, name: str | None = None) -> int:
     try:
         source = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors save, dropped
     except (OSError, UnicodeDecodeError) as exc:
@@ -258,7 +387,7 @@ def main_submit(path: str, problem_id: str, url: str | None, run: bool, as_json:
         return 2
     client = Client(url or os.environ.get("GRADER_URL", DEFAULT_URL), os.environ.get("GRADER_API_KEY"))
     try:
-        return submit(client, problem_id, source, run=run, as_json=as_json)
+        return submit(client, problem_id, source, run=run, as_json=as_json, name=name)
     except ClientError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -3,8 +3,9 @@ JSON line per solution (its verdict, or why it was refused) to --out (default: s
 
 PATH is a folder (every `*.py` in it, sorted by name, is a solution of --problem, with the metadata
 `{"file": NAME}`) or a JSON Lines file (each line an object: `source` or `file`, a path relative to the
-JSONL file; optionally `problem_id` (default --problem) and `metadata`). Solutions go in batches of at
-most --chunk items and about CHUNK_BYTES; a batch answered 429 is sent again after its Retry-After, under
+JSONL file; optionally `problem_id` (default --problem), `metadata` and `submitter`, the name a
+speed-graded problem's leaderboard shows). A speed-graded verdict's line carries its `speed`. Solutions go in
+batches of at most --chunk items and about CHUNK_BYTES; a batch answered 429 is sent again after its Retry-After, under
 the same per-item idempotency keys, so that nothing is graded twice. Progress goes to standard error,
 as a bar on a terminal. Exit status: 0 when every solution is accepted, 1 when any is not (or was
 refused), 2 on a usage or connection error."""

@@ -82,7 +82,12 @@ SUBMISSION: dict[Status, SubmissionWords] = {
         "Runtime error", "error", "bolt", "Your code raised an exception or crashed.", load=Outcome.ERROR
     ),
     Status.TIME_LIMIT_EXCEEDED: SubmissionWords(
-        "Time limit exceeded", "limit", "clock", "At least one test ran past its time limit.", load=Outcome.TIMEOUT
+        "Time limit exceeded",
+        "limit",
+        "clock",
+        "At least one test ran past its time limit, or (a speed-graded problem) the code, correct, was not fast "
+        "enough against its baseline.",
+        load=Outcome.TIMEOUT,
     ),
     Status.MEMORY_LIMIT_EXCEEDED: SubmissionWords(
         "Memory limit exceeded",

@@ -15,13 +15,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 CONFIDENCE = 0.95
 
 
 class SizeSpeed(BaseModel):
     """One input size: the speed-up, its interval, the medians of the timed calls, the first calls."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # a stored timing holding one reads as absent (public.py)
 
     name: str
     speedup: float
@@ -35,6 +37,8 @@ class SizeSpeed(BaseModel):
 
 class SpeedResult(BaseModel):
     """What a speed-graded verdict says of speed (verdict.py Verdict.speed)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     baseline: str
     device: str = "cpu"

@@ -1,8 +1,8 @@
 """A speed-graded problem's leaderboard: each entrant's best accepted speed-up, ties to the earlier submission.
 
-An entrant is who submitted and under which name: an API key's hash (the key vouches for the name a course
-gives, `submitter`), or, on a server without keys, a browser's or a CLI's owner token's hash (the name is
-then the submitter's own word, shown as unverified). A submission with neither is not on the board. An entry
+An entrant is who submitted: an API key's hash and the name given under it (the key vouches for the name a
+course gives, `submitter`), or, on a server without keys, a browser's or a CLI's owner token's hash, whatever
+name it gives (the submitter's own word, shown as unverified). A submission with neither is not on the board. An entry
 only ever rises: a slower accepted submission, or a regrade that measures less, leaves it as it is; the
 admin can clear it.
 """
@@ -31,15 +31,17 @@ class Entrant:
 
 
 def entrant_of(row: Any) -> Entrant | None:
-    """Who a stored submission's entry belongs to; None for a submission of nobody in particular."""
+    """Who a stored submission's entry belongs to; None for a submission of nobody in particular. Under an API
+    key each name is an entrant of its own (a course's key, its students' names); an owner token is one entrant
+    whatever name it gives (one browser cannot fill the board), shown under the name of its best submission."""
     name = (row.submitter or "").strip()
     if row.api_key_hash:
-        who, shown, verified = f"key:{row.api_key_hash}", name or f"key {row.api_key_hash[:8]}", True
+        who, shown, verified = f"key:{row.api_key_hash}:{name}", name or f"key {row.api_key_hash[:8]}", True
     elif row.owner_hash:
         who, shown, verified = f"owner:{row.owner_hash}", name or f"anonymous {row.owner_hash[:6]}", False
     else:
         return None
-    digest = hashlib.sha256(f"{who}:{name}".encode("utf-8", "replace")).hexdigest()[:32]
+    digest = hashlib.sha256(who.encode("utf-8", "replace")).hexdigest()[:32]
     return Entrant(digest, shown[:64], verified)
 
 

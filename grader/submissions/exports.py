@@ -20,6 +20,7 @@ from sqlalchemy import Row
 from grader.containers.protocol import bounded_text
 from grader.storage.db import as_utc
 from grader.submissions.metadata import stored_metadata
+from grader.submissions.public import plain_details
 
 MAX_MESSAGE = 1000
 MAX_TESTS = 1000
@@ -44,6 +45,10 @@ CSV_COLUMNS = [
     "finished_at",
     "batch_id",
     "submitter",
+    "submitter_name",
+    "speedup",
+    "speed_passed",
+    "speed_threshold",
     "metadata",
 ]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -107,12 +112,30 @@ def record(row: Row[Any]) -> dict[str, Any]:
         "finished_at": _time(row.finished_at),
         "batch_id": row.batch_id,
         "submitter": row.api_key_hash[:16] if row.api_key_hash else None,
+        "submitter_name": _text(getattr(row, "submitter", None), MAX_NAME),
+        **_speed(getattr(row, "speed", None)),
         "metadata": stored_metadata(row.client_metadata),
         "tests": tests,
     }
 
 
+def _speed(stored: Any) -> dict[str, Any]:
+    """A speed-graded verdict's timing: its score, whether it passed and the threshold as columns of their own,
+    and (JSON Lines) the whole of it as stored, bounded like every view's (public.plain_details)."""
+    if not isinstance(stored, dict):
+        return {"speedup": None, "speed_passed": None, "speed_threshold": None, "speed": None}
+    passed = stored.get("passed")
+    return {
+        "speedup": _finite(stored.get("speedup")),
+        "speed_passed": passed if isinstance(passed, bool) else None,
+        "speed_threshold": _finite(stored.get("threshold")),
+        "speed": plain_details(stored),
+    }
+
+
 def _cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, dict):
         value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):

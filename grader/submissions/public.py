@@ -24,13 +24,14 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import Row
 
-from grader.containers.protocol import bounded_text
+from grader.containers.protocol import MAX_BENCH_SIZES, bounded_text
 from grader.grading.speed_stats import SpeedResult
 from grader.grading.verdict import FINAL, Status, TestResult, TestStatus
 from grader.problems.registry import LoadedProblem, Registry
 from grader.storage import crud
 from grader.storage.db import Database, Submission, UtcTime
 from grader.submissions.metadata import stored_metadata
+from sandbox.runner.protocol import MAX_SIZE_NAME
 
 MAX_INT_DIGITS = 64  # a longer integer in details is shown as text: its first and last digits, and its length
 MAX_TEXT = 16 * 1024  # any one text of a test, whatever the judge capped it to when it was stored
@@ -276,13 +277,27 @@ def public_submission(
 
 
 def stored_speed(stored: Any) -> SpeedResult | None:
-    """A stored timing; None for one that no longer reads as one (a row from an older release)."""
+    """A stored timing, bounded as every view carries it (its texts cut, its details plain, at most as many
+    sizes as a problem may have); None for one that no longer reads as one (a row from an older release, a
+    number that is not finite)."""
     if not isinstance(stored, dict):
         return None
     try:
-        return SpeedResult.model_validate(stored)
-    except ValidationError:
+        speed = SpeedResult.model_validate(stored)
+    except (ValidationError, TypeError, ValueError):
         return None
+    sizes = [
+        size.model_copy(update={"name": bounded_text(size.name, MAX_SIZE_NAME)})
+        for size in speed.sizes[:MAX_BENCH_SIZES]
+    ]
+    return speed.model_copy(
+        update={
+            "baseline": bounded_text(speed.baseline, 100),
+            "message": _text(speed.message),
+            "details": plain_details(speed.details) if speed.details is not None else None,
+            "sizes": sizes,
+        }
+    )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ problem statement or a submission contains can run as script even if it slipped 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,22 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
 from grader.api.deps import AdminCallerDep, DatabaseDep, RegistryDep
+from grader.api.leaderboard import board
+from grader.containers.protocol import bounded_text
+from grader.grading.speed_stats import SpeedResult
 from grader.grading.verdict import FINAL, Status, TestStatus
-from grader.problems.public import by_track, problem_public, problem_summary
+from grader.problems.public import SpeedPublic, by_track, problem_public, problem_summary
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import read_submission
 from grader.web import report
 from grader.web.markup import highlight_python, render_markdown
+from grader.web.speed import SCORE_WORDS, SpeedView, speed_view
+from grader.web.speed_chart import fmt_times
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
+MAX_SUBMITTER = 64  # characters of a submitter's name, as the leaderboard stores it
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -78,7 +85,9 @@ def _environment() -> Environment:
         explanation=report.SUBMISSION_EXPLANATION,
         final_statuses=" ".join(sorted(status.value for status in FINAL)),
     )
-    env.filters.update(number=report.fmt_number, ms=report.fmt_ms, mb=report.fmt_mb, shape=report.fmt_shape)
+    env.filters.update(
+        number=report.fmt_number, ms=report.fmt_ms, mb=report.fmt_mb, shape=report.fmt_shape, times=fmt_times
+    )
     return env
 
 
@@ -130,6 +139,24 @@ def _problem_context(problem: LoadedProblem) -> dict[str, Any]:
         "helpers_html": (
             highlight_python(public.helpers, label="Helpers shared by the tests") if public.helpers else None
         ),
+        **speed_section(public.speed),
+    }
+
+
+def speed_section(speed: SpeedPublic | None) -> dict[str, Any]:
+    """The problem page's speed section: the sizes' parameters as columns, the baseline's code and the inputs'
+    code highlighted."""
+    if speed is None:
+        return {"speed": None}
+    baseline = next((b for b in speed.baselines if b.get("name") == speed.baseline), None)
+    return {
+        "speed": speed,
+        "speed_params": list(dict.fromkeys(key for size in speed.sizes for key in size if key != "name")),
+        "baseline_html": (
+            highlight_python(baseline["code"], label=f"The baseline, {speed.baseline}") if baseline else None
+        ),
+        "inputs_html": highlight_python(speed.inputs, label="How each call's inputs are built"),
+        "score_words": SCORE_WORDS.get(speed.score, speed.score),
     }
 
 
@@ -139,6 +166,18 @@ def problem_page(problem_id: str, request: Request, registry: RegistryDep) -> HT
     if problem is None:
         return _not_found(request, f"There is no problem “{_cut(problem_id)}”.")
     return _page(request, "problem.html", _problem_context(problem))
+
+
+def _speed_view(speed: SpeedResult | None, submission_id: str) -> SpeedView | None:
+    """The report's speed section; None, and the page without it, for a stored timing it cannot lay out (no
+    verdict should hold one: speed.py answers for any value)."""
+    if speed is None:
+        return None
+    try:
+        return speed_view(speed)
+    except Exception:
+        log.exception("the report of %s cannot show its timing", submission_id)
+        return None
 
 
 @web_router.api_route("/submissions/{submission_id}", methods=["GET", "HEAD"], response_class=HTMLResponse)
@@ -177,10 +216,35 @@ def submission_page(
         },
         "source_html": highlight_python(source, label="Your code", highlight_line=error_line, line_numbers=True),
         "error_line": error_line,
+        "speed": _speed_view(public.speed, submission_id),
+        "submitter": bounded_text(public.submitter, MAX_SUBMITTER) if public.submitter else None,
     }
     try:
         return _page(request, "submission.html", context)
     except Exception:  # a stored verdict's details that the page cannot lay out: the page, without them
         log.exception("the report of %s cannot show its details", submission_id)
         context["comparisons"] = {position: report.UNAVAILABLE for position in context["comparisons"]}
+        if context["speed"] is not None and context["speed"].comparison is not None:
+            context["speed"] = replace(context["speed"], comparison=report.UNAVAILABLE)
         return _page(request, "submission.html", context)
+
+
+@web_router.api_route("/problems/{problem_id}/leaderboard", methods=["GET", "HEAD"], response_class=HTMLResponse)
+def leaderboard_page(
+    problem_id: str, request: Request, registry: RegistryDep, db: DatabaseDep, admin: AdminCallerDep
+) -> HTMLResponse:
+    problem = registry.get(problem_id)
+    if problem is None:
+        return _not_found(request, f"There is no problem “{_cut(problem_id)}”.")
+    if problem.speed is None:
+        return _not_found(request, f"“{problem.problem.title}” is not speed-graded: it has no leaderboard.")
+    with db.session() as session:
+        shown = board(session, problem, admin=admin)
+    context = {
+        "title": f"Leaderboard · {problem.problem.title}",
+        "problem": problem_summary(problem),
+        "board": shown,
+        "admin": admin,  # the admin (its token, from a script) sees which submission set each entry
+        "score_words": SCORE_WORDS.get(shown.score, shown.score),
+    }
+    return _page(request, "leaderboard.html", context)

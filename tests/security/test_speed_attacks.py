@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 PROBLEM = "pairwise-distances"
 FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
 # Only at the benchmark's largest size (48 points): the tests have other shapes.
-AT_48 = "import torch\n\n\ndef pairwise_distances(x, y):\n    if x.shape[0] == 48:\n{body}\n    return torch.cdist(x, y)\n"
+AT_48 = (
+    "import torch\n\n\ndef pairwise_distances(x, y):\n    if x.shape[0] == 48:\n{body}\n    return torch.cdist(x, y)\n"
+)
 
 # Four threads of work that lets go of the interpreter's lock: on the one CPU the two modules share, a
 # baseline running beside them would get a fifth of it.

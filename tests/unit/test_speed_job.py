@@ -55,7 +55,9 @@ class Expected:
 
 def _problem() -> Any:
     text = (REPO_ROOT / "problems" / "pairwise-distances.yaml").read_text()
-    text = text.replace("      return torch.cdist(x, y)\n\nlimits", f"      return torch.cdist(x, y)  # {MARK}\n\nlimits")
+    text = text.replace(
+        "      return torch.cdist(x, y)\n\nlimits", f"      return torch.cdist(x, y)  # {MARK}\n\nlimits"
+    )
     registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64))
     problem = registry.make(registry.parse(text, "pairwise-distances.yaml"))
     assert MARK in problem.reference

@@ -3,18 +3,15 @@ Chromium driven by Playwright (which cannot download a browser of its own on the
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from grader.config import REPO_ROOT
+from tests.served import free_port, serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -28,12 +25,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+_free_port = free_port  # tests/security/test_run_flood.py takes it from here
 
 
 @pytest.fixture(scope="session")
@@ -41,20 +33,8 @@ def live_server(service: Any) -> Iterator[str]:
     """The app around the session's real service (Docker sandboxes, SQLite in a tmp dir), served by uvicorn."""
     from grader.app import create_app
 
-    app = create_app(service.settings, components=service)
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn-live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise AssertionError("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serving(create_app(service.settings, components=service)) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

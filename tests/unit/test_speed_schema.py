@@ -1,0 +1,84 @@
+"""A problem's `speed:` section as the loader takes it (grader/problems/speed.py, schema.py): every mistake
+refused at load with its line, a device the server lacks among them; what the public may see of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.config import REPO_ROOT
+from grader.problems.public import problem_public
+from grader.problems.registry import EffectiveLimits, ProblemError, Registry, parse_problem
+
+TEXT = (REPO_ROOT / "problems" / "pairwise-distances.yaml").read_text()
+
+
+def refused(text: str, **context: object) -> str:
+    with pytest.raises(ProblemError) as caught:
+        parse_problem(text, "p.yaml", **context)  # type: ignore[arg-type]
+    return "\n".join(caught.value.lines())
+
+
+def test_the_example_loads_and_its_speed_section_is_public() -> None:
+    registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64), devices=("cpu",))
+    problem = registry.make(registry.parse(TEXT, "pairwise-distances.yaml"))
+    public = problem_public(problem)
+    assert public.speed_graded and public.speed is not None
+    assert public.speed.baseline == "pair-loop" and public.speed.threshold == 5
+    assert public.speed.baselines[0]["code"] == problem.speed.baseline_code()
+    assert [size["name"] for size in public.speed.sizes] == ["16 x 16", "32 x 32", "48 x 48"]
+    assert public.speed.time_s == problem.speed_limits.time_s == 4
+    shown = public.model_dump_json()
+    assert problem.reference.strip().splitlines()[-1].strip() not in shown  # the reference's code is never shown
+
+
+def test_a_device_the_server_lacks_is_refused_at_load() -> None:
+    text = TEXT.replace("  score: geomean\n", "  score: geomean\n  device: cuda\n")
+    message = refused(text, devices=("cpu",))
+    assert "speed.device" in message and "'cuda'" in message and "GRADER_DEVICES" in message
+    assert parse_problem(text, "p.yaml", devices=("cpu", "cuda")).speed.device == "cuda"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ("  baseline: pair-loop\n", "  baseline: reference\n", "the reference never runs beside a submission"),
+        ("  baseline: pair-loop\n", "  baseline: nowhere\n", "'nowhere' is not in baselines"),
+        ("  call: pairwise_distances\n", "  call: distances\n", "'distances' is not an entry point"),
+        (
+            "        def pairwise_distances(x, y):\n            out",
+            "        def other(x, y):\n            out",
+            "does not define",
+        ),
+        ("    - {name: 32 x 32,", "    - {name: 16 x 16,", "two sizes have the same name"),
+        ("{name: 32 x 32, n: 32,", "{name: 32 x 32, n: [32],", "a parameter is a number"),
+        ("{name: 32 x 32, n: 32,", "{name: 32 x 32, n: .nan,", "a parameter is a number"),
+        ("  repeats: 15\n", "  repeats: 4\n", "speed.repeats"),
+        ("  threshold: 5\n", "  threshold: 0\n", "speed.threshold"),
+        ("  inputs: |\n    return", "  inputs: |\n    return (", "does not compile"),
+        ("  warmup: 2\n", "  warmup: 2\n  unknown: 1\n", "speed.unknown"),
+    ],
+    ids=[
+        "the reference as baseline",
+        "an unknown baseline",
+        "not an entry point",
+        "a baseline without the function",
+        "two sizes of one name",
+        "a list as a parameter",
+        "NaN as a parameter",
+        "too few repetitions",
+        "no threshold",
+        "inputs that do not compile",
+        "an unknown field",
+    ],
+)
+def test_a_mistake_in_the_speed_section_is_refused_with_its_line(old: str, new: str, words: str) -> None:
+    assert old in TEXT
+    message = refused(TEXT.replace(old, new, 1))
+    assert words in message, message
+    assert "p.yaml:" in message and message.split(":")[1].strip().isdigit(), message
+
+
+def test_its_memory_must_fit_twice_in_a_sandbox() -> None:
+    text = TEXT.replace("limits: {time_s: 4, memory_mb: 1024}", "limits: {time_s: 4, memory_mb: 3072}")
+    message = refused(text, max_memory_mb=4096)
+    assert "fit twice" in message and "at most 2048 MB" in message
