@@ -62,7 +62,7 @@ def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, 
     bench = job.bench
     expected_calls = [call for call in range(bench.calls) if bench.checked(call)]
     baseline_count = bench.calls if job.baseline else 0
-    size, pending = 0, list(expected_calls)
+    size, pending, received = 0, list(expected_calls), 0
     while True:
         frame = container.next_frame(min(deadline, time.monotonic() + frame_budget_s(job)))
         header = frame.header
@@ -80,6 +80,9 @@ def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, 
                 raise SandboxProtocolError("a benchmark's calls out of order")
             pending.pop(0)
             outcome.calls[(size, header.call)] = frame.body
+            received += len(frame.body)
+            if received > job.total_bytes():  # the runner ends the benchmark before: this one does not
+                raise SandboxProtocolError("a benchmark's values over the job's total")
         elif frame.kind == SIZE:
             assert isinstance(header, SizeHeader)
             if header.size != size or pending:

@@ -240,6 +240,7 @@ def bench_job(
     seed: int,
     max_result_bytes: int | None = None,
     give_up: bool = True,
+    max_total_bytes: int = 0,
 ) -> BenchJob:
     """The benchmark of `subject` against `baseline` ("": none, the calls only) on the problem's speed inputs
     drawn under `seed`; each call's returned value at most `max_result_bytes` (the server's cap by default). A
@@ -263,6 +264,7 @@ def bench_job(
         load_time_s=sandbox.load_time_s,
         max_result_bytes=min(max_result_bytes or sandbox.max_result_bytes, sandbox.max_result_bytes),
         max_ratio=GIVE_UP_FACTOR / speed.threshold if baseline and give_up else 0.0,
+        max_total_bytes=max_total_bytes,
     )
 
 

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 MEMORY_ENTRIES = 256  # outputs kept in memory (the database keeps every one)
 # A speed-graded problem's reference benchmark: what its calls may return in all, and how many are kept (in
 # memory only: they are made again in well under a second, and would grow the database by megabytes each).
-MAX_BENCH_BYTES = 64 * 1024 * 1024
+MAX_BENCH_BYTES = 16 * 1024 * 1024
 BENCH_ENTRIES = 8
 
 
@@ -202,7 +202,8 @@ class ExpectedCache:
     def _reference_bench(self, problem: ProblemSpec, seed: int) -> dict[tuple[int, int], bytes]:
         sandboxes = Sticky(self.sandboxes)  # the references' own containers: no submission ever ran there
         try:
-            run = run_benchmark(sandboxes, bench_job(problem, problem.reference, "", self.sandbox, seed))
+            job = bench_job(problem, problem.reference, "", self.sandbox, seed, max_total_bytes=MAX_BENCH_BYTES + 1)
+            run = run_benchmark(sandboxes, job)
         finally:
             sandboxes.close()
         outcome, name = run.outcome, problem.id
@@ -211,6 +212,8 @@ class ExpectedCache:
         if outcome.load.status != Outcome.OK:
             raise ProblemBroken(f"the reference of {name} does not load for its benchmark: {outcome.load.message}")
         end = outcome.end
+        if end is not None and end.status == Outcome.OUTPUT:
+            raise ProblemBroken(f"the benchmark of {name} returns more than {MAX_BENCH_BYTES >> 20} MB in all")
         if end is None or end.status != Outcome.OK:
             where = f" at call {end.call} of size {end.size}" if end is not None and end.call is not None else ""
             why = f"{end.error_type or end.status}: {end.message}" if end is not None else "no end"

@@ -90,7 +90,8 @@ class SpeedGrader:
         except (SandboxLost, NoSandbox) as exc:
             return _judges(verdict, result, f"the judge could not run the reference's benchmark: {exc}")
         largest = max((len(body) for body in expected.values()), default=0)
-        job = bench_job(problem, source, baseline, self.sandbox, seed, 2 * largest + 64 * 1024, give_up)
+        total = 2 * sum(len(body) for body in expected.values()) + 1024 * 1024  # in all, against the reference's
+        job = bench_job(problem, source, baseline, self.sandbox, seed, 2 * largest + 64 * 1024, give_up, total)
         try:
             run = run_benchmark(self.sandboxes, job)
         except NoSandbox as exc:

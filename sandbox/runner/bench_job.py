@@ -131,10 +131,14 @@ class BenchJob:
     # The subject is stopped once its calls have taken this many times the baseline's in all, plus GIVE_UP_S: it
     # can no longer reach the threshold, and a slow module would hold the container and the CPU (0: never).
     max_ratio: float = 0.0
+    # What the subject's checked calls may return in all, in bytes: past it the benchmark ends (the subject's
+    # output limit), so that neither the runner nor the trusted side holds more (0: max_result_bytes per call).
+    max_total_bytes: int = 0
 
     def __post_init__(self) -> None:
         _text(self.subject, "subject")
         _number(self.max_ratio, 0, 1e6, "max_ratio")
+        _number(self.max_total_bytes, 0, MAX_RESULT_BYTES, "max_total_bytes", integer=True)
         _text(self.baseline, "baseline")
         if type(self.bench) is not Bench or type(self.limits) is not Limits:
             raise FrameError("malformed benchmark job")
@@ -151,6 +155,11 @@ class BenchJob:
             return cls(**{**raw, "bench": Bench.of(raw["bench"]), "limits": Limits(**raw["limits"])})
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise FrameError(f"malformed benchmark job: {type(exc).__name__}") from None
+
+    def total_bytes(self) -> int:
+        """What the subject's checked calls may return in all."""
+        checked = len(self.bench.sizes) * (1 + self.bench.repeats)
+        return self.max_total_bytes or min(MAX_RESULT_BYTES, checked * self.max_result_bytes)
 
     def bound_s(self) -> float:
         """How long the whole benchmark may take, at most: two loads, each call of both modules to its limit."""

@@ -93,6 +93,7 @@ class Benchmark:
         self.cpu = pick_cpu()
         self.oom_before = cleanup.oom_kills()
         self.spent = {"subject": 0, "baseline": 0}  # every call's time so far, in ns
+        self.returned = 0  # the bytes of the subject's checked calls so far (BenchJob.total_bytes)
 
     def run(self) -> None:
         baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
@@ -179,6 +180,12 @@ class Benchmark:
                 self.spent[who] += elapsed
                 if who == "subject" and self.bench.checked(call):
                     checked.append((call, body))
+                    self.returned += len(body)
+                    if self.returned > self.job.total_bytes():
+                        limit = self.job.total_bytes()
+                        message = f"its calls' values came to more than {limit} bytes in all"
+                        self._end(Report(Outcome.OUTPUT, message=message), "subject", size=size, call=call)
+                        return False
             if baseline is not None and self._hopeless():
                 message = (
                     f"stopped: its calls took {self.spent['subject'] / 1e6:.0f} ms in all, the baseline's "

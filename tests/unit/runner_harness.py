@@ -372,6 +372,7 @@ def bench_job(
     time_s: float = 2.0,
     load_time_s: float = 5.0,
     max_ratio: float = 0.0,
+    max_total_bytes: int = 0,
 ) -> BenchJob:
     """A benchmark of `f` for the scripted children: the inputs' code sets `args` (SIZE, CALL, SEED in scope)."""
     return BenchJob(
@@ -389,4 +390,5 @@ def bench_job(
         load_time_s=load_time_s,
         max_result_bytes=1 << 20,
         max_ratio=max_ratio,
+        max_total_bytes=max_total_bytes,
     )

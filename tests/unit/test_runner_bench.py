@@ -140,3 +140,14 @@ def test_a_subject_far_slower_than_the_baseline_is_stopped_early(runner: HostRun
     assert "too slow to reach the threshold" in (end.message or "")
     end = runner.run_bench(bench_job(slow, TWICE, sizes=1, warmup=0, repeats=5, max_ratio=0.0)).end
     assert end.status == Outcome.OK  # without a ratio, never stopped
+
+
+def test_values_past_the_jobs_total_end_the_benchmark_as_the_subjects_output(runner: HostRunner) -> None:
+    """Each value within the per-call cap, but together more than the job allows: neither the runner nor the
+    trusted side holds more than that."""
+    subject = "def f(x):\n    return 'x' * 5000\n"
+    exchange = runner.run_bench(bench_job(subject, TWICE, sizes=2, warmup=0, repeats=5, max_total_bytes=20_000))
+    end = exchange.end
+    assert (end.status, end.who, end.size, end.call) == (Outcome.OUTPUT, "subject", 0, 4)  # 25,000 bytes
+    assert "more than 20000 bytes in all" in (end.message or "")
+    assert exchange.calls == []  # nothing of the size was sent

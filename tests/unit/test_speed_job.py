@@ -86,3 +86,4 @@ def test_a_submissions_benchmark_carries_the_submission_and_the_baseline_only(tm
         assert job.bench.seed == bench_seed(problem, 99) != bench_seed(problem, 100)
         assert job.max_ratio > 0  # a hopeless submission is stopped early
         assert job.max_result_bytes == 2 * 10 + 64 * 1024  # twice the reference's largest value, and a margin
+        assert job.total_bytes() == 2 * 10 + 1024 * 1024  # in all: twice the reference's, and a margin
