@@ -143,6 +143,9 @@ class Benchmark:
         return memory_outcome(report, proc), time.perf_counter_ns() - started
 
     def _run(self, subject: Child, baseline: Child | None) -> None:
+        if baseline is not None:
+            # Its warm-up done before the subject loads: nothing but the subject runs while its load is timed.
+            baseline.await_ready(time.monotonic() + self.job.load_time_s, self.oom_before, "start-up")
         report, load_ns = self._load(subject, self.job.subject, (baseline.pid,) if baseline is not None else ())
         header = report.header()
         header["time_ms"] = min(round(load_ns / 1e6, 3), protocol.MAX_TIME_MS)
