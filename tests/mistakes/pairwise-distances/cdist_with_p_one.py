@@ -1,0 +1,6 @@
+# pitfall: Manhattan distances
+import torch
+
+
+def pairwise_distances(x, y):
+    return torch.cdist(x, y, p=1)
