@@ -80,8 +80,10 @@ if [ "$(current torchjudge-postgres)" != "$hash" ]; then
 fi
 
 # -- torchjudge-service --------------------------------------------------------------------------------
+# The contract with the sandbox that grader/ imports (stdlib only): sandbox/runner/protocol.py CONTRACT_FILES.
+contract=(sandbox/runner/protocol.py sandbox/runner/messages.py sandbox/runner/bench_job.py)
 hash=$(inputs_hash Dockerfile pyproject.toml grader problems sandbox/__init__.py sandbox/runner/__init__.py \
-    sandbox/runner/protocol.py sandbox/runner/messages.py)
+    "${contract[@]}")
 if [ "$(current torchjudge-service)" != "$hash" ]; then
     echo "==> building torchjudge-service"
     ctx=$cache/service
@@ -111,12 +113,12 @@ if [ "$(current torchjudge-service)" != "$hash" ]; then
     fi
 
     # The service itself, as source: grader/ (templates and static files included), problems/, and the
-    # contract with the sandbox that grader/ imports (sandbox/runner/protocol.py and messages.py: stdlib only).
+    # contract with the sandbox that grader/ imports (stdlib only).
     rm -rf "$ctx/app"
     mkdir -p "$ctx/app/sandbox/runner"
     cp -r grader problems "$ctx/app/"
     cp sandbox/__init__.py "$ctx/app/sandbox/"
-    cp sandbox/runner/__init__.py sandbox/runner/protocol.py sandbox/runner/messages.py "$ctx/app/sandbox/runner/"
+    cp sandbox/runner/__init__.py "${contract[@]}" "$ctx/app/sandbox/runner/"
     find "$ctx/app" -name '__pycache__' -prune -exec rm -rf {} +
     build torchjudge-service "$ctx" Dockerfile "$hash"
 fi

@@ -32,11 +32,13 @@ from grader.containers.protocol import (
     LoadHeader,
     Outcome,
     TestHeader,
+    contract_digest,
 )
 
 log = logging.getLogger(__name__)
 
 LABEL = "torchjudge.sandbox"
+CONTRACT = contract_digest()  # what this grader's copy of the contract is (sandbox/runner/protocol.py)
 DOCKER_STREAM_HEADER = struct.Struct(">BxxxI")
 MAX_STDERR_KEPT = 4096
 
@@ -179,6 +181,13 @@ class SandboxContainer:
             self.remove()
             raise SandboxLost("the sandbox runner did not say hello")
         assert isinstance(frame.header, HelloHeader)
+        if frame.header.contract != CONTRACT:
+            self.remove()
+            raise SandboxLost(
+                f"the sandbox image {sandbox.image!r} speaks another contract ({frame.header.contract!r}) than this "
+                f"grader ({CONTRACT!r}): it was built before sandbox/runner last changed; rebuild it "
+                "(scripts/build-sandbox-image.sh)"
+            )
         self.hello = frame.header
 
     def remove(self) -> None:

@@ -59,6 +59,7 @@ from sandbox.runner.protocol import (
     FrameError,
     Outcome,
     bounded_text,
+    contract_digest,
     json_depth,
     loads_bounded,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "FrameError",
     "Outcome",
     "bounded_text",
+    "contract_digest",
     "json_depth",
     "loads_bounded",
     "Job",
@@ -136,6 +138,7 @@ class HelloHeader(_Frame):
     torch: str = Field(max_length=64)
     python: str = Field(max_length=64)
     landlock: int = Field(0, ge=0, le=1000)
+    contract: str = Field("", max_length=64)  # the contract's digest as the runner has it (CONTRACT_FILES)
 
 
 SettingName = Literal[SETTING_NAMES]  # type: ignore[valid-type]

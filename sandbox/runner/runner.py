@@ -212,10 +212,8 @@ class Runner:
             self.spare = self._ready(self._next_child())
         except zygote.ZygoteLost as exc:
             return f"lost the zygote before the first job: {exc}"
-        self.emit(
-            protocol.HELLO,
-            {"torch": self.torch_version, "python": sys.version.split()[0], "landlock": landlock.abi_version()},
-        )
+        hello = {"torch": self.torch_version, "python": sys.version.split()[0], "landlock": landlock.abi_version()}
+        self.emit(protocol.HELLO, {**hello, "contract": protocol.contract_digest()})
         while True:
             try:
                 kind, _, body = protocol.read_frame(0, max_body=protocol.MAX_JOB_BYTES)

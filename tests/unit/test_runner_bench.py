@@ -151,3 +151,11 @@ def test_values_past_the_jobs_total_end_the_benchmark_as_the_subjects_output(run
     assert (end.status, end.who, end.size, end.call) == (Outcome.OUTPUT, "subject", 0, 4)  # 25,000 bytes
     assert "more than 20000 bytes in all" in (end.message or "")
     assert exchange.calls == []  # nothing of the size was sent
+
+
+def test_the_runner_says_which_contract_it_speaks(runner: HostRunner) -> None:
+    """The grader refuses a sandbox whose runner speaks another contract (an image built before the contract
+    changed): a stale image is then named as such, never blamed on a problem or a submission."""
+    from grader.containers.container import CONTRACT
+
+    assert runner.hello.header.contract == CONTRACT and len(CONTRACT) == 16
