@@ -206,16 +206,12 @@ class CallHeader(_Frame):
 
 
 class SizeHeader(_Frame):
-    """One size's raw times, every call's in order, as the runner's clock measured them (the first, the warm-up,
-    the timed repetitions): until the whole value came, and until the child said the call returned; the
-    baseline's empty when there is none."""
+    """One size's raw times, every call's in order, as the benchmark's clock measured them (the first, the warm-up,
+    the timed repetitions), from its command to its whole value; the baseline's empty when there is none."""
 
     size: SizeIndex
     subject_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
     baseline_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
-    # Until each call's DONE (it returned; its value followed): the sending timed apart (speed_stats.py).
-    subject_done_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
-    baseline_done_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
 
 
 class BenchEndHeader(_Failure):
@@ -228,6 +224,7 @@ class BenchEndHeader(_Failure):
     call: CallIndex | None = None
     output: Output | None = None
     baseline_load_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS)
+    clock: Literal["cpu", "wall"] = "wall"  # each child's own CPU time, or the runner's wall clock (gVisor)
 
     @field_validator("status")
     @classmethod

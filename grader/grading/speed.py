@@ -25,7 +25,7 @@ from grader.grading.expected import ExpectedCache, ProblemBroken
 from grader.grading.judge import CRASHED, Judge
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import derive
-from grader.grading.speed_stats import SpeedResult, score, setup_charge_ns, size_speed, work_ns
+from grader.grading.speed_stats import SpeedResult, score, setup_charge_ns, size_speed
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, TEST_TO_STATUS, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -146,21 +146,10 @@ def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result
     assert end is not None
     subject_import = (outcome.load.time_ms or 0.0) * 1e6
     baseline_import = (end.baseline_load_ms or 0.0) * 1e6
-    works = [
-        work_ns(size.subject_ns, size.subject_done_ns, size.baseline_ns, size.baseline_done_ns, speed.warmup)
-        for size in outcome.sizes
-    ]
-    untimed = 1 + speed.warmup  # the first call and the warm-up: work moved there is charged too
-    charge = setup_charge_ns(
-        subject_import,
-        baseline_import,
-        sum(sum(subject[:untimed]) for subject, _ in works),
-        sum(sum(baseline[:untimed]) for _, baseline in works),
-        speed.repeats * len(outcome.sizes),
-    )
+    charge = setup_charge_ns(subject_import, baseline_import, [size.subject_ns for size in outcome.sizes], speed.warmup)
     sizes = [
-        size_speed(spec.name, subject, baseline, speed.warmup, charge)
-        for spec, (subject, baseline) in zip(speed.sizes, works, strict=True)
+        size_speed(spec.name, header.subject_ns, header.baseline_ns, speed.warmup, charge)
+        for spec, header in zip(speed.sizes, outcome.sizes, strict=True)
     ]
     value, interval = score(sizes, speed.score)
     passed = value >= speed.threshold
@@ -174,6 +163,7 @@ def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result
             "baseline_import_ms": round(baseline_import / 1e6, 3),
             "setup_charge_ms": round(charge / 1e6, 4),
             "cpu": end.cpu if end.cpu >= 0 else None,
+            "clock": end.clock,
         }
     )
     how = "geometric mean of the sizes' speed-ups" if speed.score == "geomean" else "smallest speed-up of the sizes"

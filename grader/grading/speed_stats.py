@@ -1,34 +1,43 @@
 """A speed-graded verdict's numbers, made on the trusted side from the raw times the runner measured
-(sandbox/runner/timing.py): per size, the speed-up is the median of the paired ratios (the baseline's call
-over the submission's call made next to it), with a distribution-free 95 % interval for that median; the
-score is the geometric mean of the sizes' speed-ups (or the smallest), its interval made of the sizes'.
+(sandbox/runner/timing.py: each child's CPU time per call where the kernel keeps it, else the wall clock).
 
-Work done before the timed calls is not free: the submission's import, first calls and warm-up calls, beyond
-what the baseline's took (and a grace for the noise of a load), are charged to its timed calls, spread evenly
-over all of them: a module that does its work at import, on its first call or while it is warmed up (every
-call's inputs are in its memory from the start) pays for it as if it had done it in the timed calls.
+Per size, the speed-up is the baseline's timed calls' total over the submission's: all of a module's work
+counts, wherever it put it among its calls (a median of per-call ratios would credit a module that makes just
+over half its calls cheap by doing their work in the others). Its 95 % interval is a bootstrap of the paired
+calls (the calls made next to each other resampled together, a seeded draw: the same numbers give the same
+interval). The score is the geometric mean of the sizes' speed-ups (or the smallest), its interval made of the
+sizes' bounds.
+
+Work done before the timed calls is not free: every call's inputs are in the child's memory from the start, so
+a module could compute timed calls' results at import, on its first call or in the warm-up. What its import
+took beyond the baseline's, and what each of its first and warm-up calls took beyond its own timed calls' mean,
+less a grace for a load's noise, is charged to its timed calls, spread evenly over them: as if done there. It
+is measured against its own calls, never the baseline's (a slow baseline's first calls are no credit to spend).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 CONFIDENCE = 0.95
+RESAMPLES = 2000
+SETUP_GRACE_NS = 2_000_000  # what a load's own noise may differ by (a cold cache, a page fault storm)
 
 
 class SizeSpeed(BaseModel):
-    """One input size: the speed-up, its interval, the medians of the timed calls, the first calls."""
+    """One input size: the speed-up, its interval, the mean of the timed calls, the first calls."""
 
     model_config = ConfigDict(allow_inf_nan=False)  # a stored timing holding one reads as absent (public.py)
 
     name: str
     speedup: float
     interval: tuple[float, float]
-    submission_ms: float  # median of the submission's timed calls, with the setup charge
+    submission_ms: float  # the mean of the submission's timed calls, with the setup charge
     baseline_ms: float
     submission_first_ms: float
     baseline_first_ms: float
@@ -52,91 +61,60 @@ class SpeedResult(BaseModel):
     baseline_import_ms: float | None = None
     setup_charge_ms: float = 0.0  # added to each of the submission's timed calls
     cpu: int | None = None
+    clock: Literal["cpu", "wall"] | None = None  # each module's CPU time, or the wall clock (under gVisor)
     message: str | None = None
     details: dict[str, Any] | None = None  # a wrong call's comparison (expected against got)
-
-
-def median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """A distribution-free interval for the median: the order statistics x(k) and x(n+1-k), for the largest k
-    with P(Binomial(n, 1/2) < k) at most (1 - confidence) / 2 (every value, for samples too small for that)."""
-    ordered = sorted(values)
-    n = len(ordered)
-    tail, k, below = (1 - confidence) / 2, 0, 0.0
-    while k < n // 2:
-        below += math.comb(n, k) / 2**n  # P(Binomial < k + 1)
-        if below > tail:
-            break
-        k += 1
-    k = max(k, 1)
-    return ordered[k - 1], ordered[n - k]
 
 
 def _rounded(value: float, digits: int = 4) -> float:
     return float(f"{value:.{digits}g}")
 
 
+def ratio_interval(subject: Sequence[float], baseline: Sequence[float]) -> tuple[float, float]:
+    """A 95 % bootstrap interval of sum(baseline) / sum(subject), the pairs resampled together (seeded)."""
+    draw, n = random.Random(7), len(subject)
+    ratios = []
+    for _ in range(RESAMPLES):
+        picked = [draw.randrange(n) for _ in range(n)]
+        ratios.append(sum(baseline[i] for i in picked) / max(sum(subject[i] for i in picked), 1.0))
+    ratios.sort()
+    tail = int(RESAMPLES * (1 - CONFIDENCE) / 2)
+    return ratios[tail], ratios[-tail - 1]
+
+
 def size_speed(
     name: str, subject_ns: Sequence[float], baseline_ns: Sequence[float], warmup: int, charge_ns: float
 ) -> SizeSpeed:
     """One size's numbers from its raw times (every call, in order: the first, the warm-up, the timed ones)."""
-    timed_subject = [ns + charge_ns for ns in subject_ns[1 + warmup :]]
-    timed_baseline = list(baseline_ns[1 + warmup :])
-    ratios = [b / max(a, 1.0) for a, b in zip(timed_subject, timed_baseline, strict=True)]
-    low, high = median_interval(ratios)
+    subject = [ns + charge_ns for ns in subject_ns[1 + warmup :]]
+    baseline = list(baseline_ns[1 + warmup :])
+    low, high = ratio_interval(subject, baseline)
     return SizeSpeed(
         name=name,
-        speedup=_rounded(median(ratios)),
+        speedup=_rounded(sum(baseline) / max(sum(subject), 1.0)),
         interval=(_rounded(low), _rounded(high)),
-        submission_ms=_rounded(median(timed_subject) / 1e6),
-        baseline_ms=_rounded(median(timed_baseline) / 1e6),
+        submission_ms=_rounded(sum(subject) / len(subject) / 1e6),
+        baseline_ms=_rounded(sum(baseline) / len(baseline) / 1e6),
         submission_first_ms=_rounded(subject_ns[0] / 1e6),
         baseline_first_ms=_rounded(baseline_ns[0] / 1e6),
-        repeats=len(ratios),
+        repeats=len(subject),
     )
 
 
-SETUP_GRACE_NS = 2_000_000  # what a load's own noise may differ by (a cold cache, a page fault storm)
-
-
-def work_ns(
-    subject: Sequence[int],
-    subject_done: Sequence[int],
-    baseline: Sequence[int],
-    baseline_done: Sequence[int],
-    warmup: int,
-) -> tuple[list[float], list[float]]:
-    """Each call's work, the subject's and the baseline's: the time until the module's child said the call
-    returned, plus what its value then took to come beyond the usual (the median of the baseline's timed calls
-    at this size, the same value's sending: the subject cannot move it). Encoding and sending a value is the
-    judge's work, the same for both, and not timed; work a child moves past its word that it returned is, as
-    the excess."""
-
-    def sending(full: Sequence[int], done: Sequence[int]) -> list[int]:
-        return [max(0, whole - returned) for whole, returned in zip(full, done, strict=True)]
-
-    timed = sending(baseline, baseline_done)[1 + warmup :]
-    usual = median(timed) if timed else 0.0
-
-    def work(full: Sequence[int], done: Sequence[int]) -> list[float]:
-        pairs = zip(full, done, strict=True)
-        return [min(returned, whole) + max(0.0, whole - returned - usual) for whole, returned in pairs]
-
-    return work(subject, subject_done), work(baseline, baseline_done)
-
-
 def setup_charge_ns(
-    subject_import_ns: float, baseline_import_ns: float, subject_before_ns: float, baseline_before_ns: float, calls: int
+    subject_import_ns: float, baseline_import_ns: float, sizes: Sequence[Sequence[int]], warmup: int
 ) -> float:
-    """What each timed call of the submission is charged for the work it did before them: its import, first and
-    warm-up calls, beyond the baseline's and the grace, spread over its `calls` timed calls."""
-    excess = (subject_import_ns + subject_before_ns) - (baseline_import_ns + baseline_before_ns) - SETUP_GRACE_NS
-    return max(0.0, excess) / max(calls, 1)
+    """What each timed call of the submission is charged for the work it did before them: its import beyond the
+    baseline's, and each first and warm-up call beyond its own timed calls' mean at that size, less the grace,
+    spread over its timed calls. `sizes`: the submission's raw times, per size."""
+    excess = max(0.0, subject_import_ns - baseline_import_ns)
+    timed_calls = 0
+    for times in sizes:
+        timed = times[1 + warmup :]
+        mean = sum(timed) / len(timed)
+        excess += sum(max(0.0, before - mean) for before in times[: 1 + warmup])
+        timed_calls += len(timed)
+    return max(0.0, excess - SETUP_GRACE_NS) / max(timed_calls, 1)
 
 
 def geometric_mean(values: Sequence[float]) -> float:

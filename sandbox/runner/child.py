@@ -55,7 +55,6 @@ ALLOWED = {
     protocol.CHILD_READY: (Outcome.OK,),
     protocol.CHILD_LOAD: LOAD_OUTCOMES,
     protocol.CHILD_BUILT: LOAD_OUTCOMES,
-    protocol.CHILD_DONE: (Outcome.OK,),
     protocol.CHILD_RESULT: CHILD_TEST_OUTCOMES,
 }
 
@@ -379,7 +378,7 @@ class Child:
             return error(f"malformed result during {phase}", "Protocol"), b""
         if not received:
             return None
-        self.queued.extend(received[1:])  # a benchmark's call sends two (its DONE, then its value)
+        self.queued.extend(received[1:])  # a child that wrote more than one: the next wait takes the next
         return self._take(received[0], expected_kind, phase)
 
     def _take(
@@ -391,5 +390,4 @@ class Child:
             return error(f"unexpected message during {phase}", "Protocol"), b""
         self._drain_output()
         self.last_kind = kind
-        indexed = kind in (protocol.CHILD_RESULT, protocol.CHILD_DONE)
-        return Report.from_child(header, ALLOWED[kind], indexed=indexed), body
+        return Report.from_child(header, ALLOWED[kind], indexed=kind == protocol.CHILD_RESULT), body

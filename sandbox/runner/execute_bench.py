@@ -79,11 +79,8 @@ def build_inputs(bench: Bench) -> list[list[Inputs | None]]:
     return built
 
 
-def _call(
-    function: object, arguments: Inputs, device: str, max_result: int, done: bytes, res_w: int
-) -> tuple[Report, bytes]:
-    """One call: DONE the moment it returns (the runner's clock for the work), then the value, encoded (whose
-    encoding and sending the runner times apart, against the same for the baseline: bench_job.py)."""
+def _call(function: object, arguments: Inputs, device: str, max_result: int) -> tuple[Report, bytes]:
+    """One call, and its value encoded: the runner times both, for the subject and the baseline alike."""
     args, kwargs = arguments
     try:
         with torch.inference_mode(False):
@@ -92,7 +89,6 @@ def _call(
                 torch.cuda.synchronize()  # the work queued on the device is part of the call
     except BaseException as exc:  # noqa: BLE001 - the module's error, at this call
         return _failure(exc), b""
-    protocol.write_all(res_w, done)
     return _encode_result(result, max_result)
 
 
@@ -132,8 +128,7 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
         inputs[command.size][command.call] = None  # each call's inputs are its own, used once
         if arguments is None:
             os._exit(0)
-        done = protocol.encode(protocol.CHILD_DONE, {"status": Outcome.OK.value, "index": command.call})
-        report, value = _call(function, arguments, bench.device, max_result, done, res_w)
+        report, value = _call(function, arguments, bench.device, max_result)
         del arguments
         report.index = command.call
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)

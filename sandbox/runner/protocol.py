@@ -48,7 +48,6 @@ BENCH_END = b"E"
 CHILD_CALL = b"c"
 CHILD_BUILT = b"i"  # child -> runner: a benchmark's inputs are built (or could not be)
 CHILD_GO = b"g"  # runner -> child: load the module now (its load is timed from here)
-CHILD_DONE = b"d"  # child -> runner: the call returned; its value (CHILD_RESULT) follows
 
 
 class Outcome(StrEnum):

@@ -76,6 +76,7 @@ NUMBERS = {
     "mincore": (27, 232), "fadvise64": (221, 223), "readahead": (187, 213), "cachestat": (451, 451),
     "remap_file_pages": (216, 234), "memfd_create": (319, 279), "memfd_secret": (447, 447),
     "madvise": (28, 233), "preadv2": (327, 286), "pwritev2": (328, 287),
+    "timer_create": (222, 107), "mq_notify": (244, 184), "fcntl": (72, 25),
 }  # fmt: skip
 
 DENIED = (
@@ -111,10 +112,16 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+# A benchmark's child (`pinned`): one CPU, one thread, and nothing that could wake it once stopped (a POSIX timer
+# or a message queue's notice sending SIGCONT, an I/O signal set to SIGCONT with fcntl F_SETSIG).
+PINNED_DENIED = ("sched_setaffinity", "clone", "timer_create", "mq_notify")
+F_SETSIG = 10
+
+
 def build(machine: str, protected: tuple[int, ...], pinned: bool = False) -> list[tuple[int, int, int, int]]:
     """The filter program: (code, jt, jf, k) instructions. Jumps to "deny"/"enosys" are resolved
     to the shared return instructions at the end. `pinned`: a benchmark's child, pinned to one CPU before
-    it is confined, may not change any thread's CPUs (sched_setaffinity refused whatever its target)."""
+    it is confined: PINNED_DENIED refused whatever their arguments, and fcntl's F_SETSIG."""
     arch = ARCHES[machine]
     column = 0 if machine == "x86_64" else 1
     number = {name: pair[column] for name, pair in NUMBERS.items() if pair[column] is not None}
@@ -128,9 +135,13 @@ def build(machine: str, protected: tuple[int, ...], pinned: bool = False) -> lis
     emit(LD_W_ABS, OFFSET_NR)
     if machine == "x86_64":
         emit(JGE_K, X32_SYSCALL_BIT, "deny", 0)
-    for name in (*DENIED, "sched_setaffinity") if pinned else DENIED:
+    for name in (*DENIED, *PINNED_DENIED) if pinned else DENIED:
         if name in number:  # aarch64 has no fork or vfork
             emit(JEQ_K, number[name], "deny", 0)
+    if pinned:  # fcntl(fd, F_SETSIG, ...): args[1]; any other fcntl is let through
+        emit(JEQ_K, number["fcntl"], 0, 2)
+        emit(LD_W_ABS, OFFSET_ARGS + 8)
+        emit(JEQ_K, F_SETSIG, "deny", "allow")
     emit(JEQ_K, number["clone3"], "enosys", 0)
     # clone: a thread (CLONE_THREAD in args[0]) that asks for no new namespace; nothing else.
     emit(JEQ_K, number["clone"], 0, 3)

@@ -1,16 +1,18 @@
-"""The runner's side of a benchmark (bench_job.py): two children, one CPU, the runner's own clock.
+"""The runner's side of a benchmark (bench_job.py): two children, one CPU, a clock outside both.
 
-The subject and the baseline are each loaded in a child of their own, both pinned to the same CPU (for good:
-seccomp then refuses to change it) and the subject kept from signalling the baseline. Only one of them runs
-at any time: the other is stopped (SIGSTOP, every thread of it, waited for), so that nothing the subject
-starts, a thread spinning in the background say, runs while the baseline is timed, nor between its own
-calls where no clock runs. The calls alternate (A B, then B A, so neither always goes first). Each call is
-timed twice from the command sent: to the child's word that the call returned (DONE), and to its whole value
-received. The trusted side counts the first, plus whatever the second took beyond the usual sending of such a
-value (grader/grading/speed_stats.py): a child that says DONE before its work is done only moves that work to
-where it is counted still, since the value is the work. The returned values of the subject's first and timed calls go to
-the trusted side, which checks them against the reference's on the same inputs; the raw times go there
-too, and the statistics are made there.
+The subject and the baseline are each loaded in a child of their own, both pinned to the same CPU and kept to
+one thread (for good: seccomp then refuses another CPU, another thread, and the timers and signals a stopped
+process could be woken by), the subject kept from signalling the baseline. Only one of them runs at any time:
+the other is stopped (SIGSTOP, waited for), so that nothing the subject does runs while the baseline is timed,
+nor between its own calls. The calls alternate (A B, then B A, so neither always goes first).
+
+Each call is timed from its command to its whole value (the value is the work: a child cannot stop the clock
+before its work is done), on the child's own CPU time where the kernel keeps it (/proc/<pid>/schedstat, in
+ns): neither another process on the CPU nor the round trip through the runner is in it, and whatever CPU the
+child had while it was to be stopped is added to its next call. Where there is no such count (gVisor), the
+runner's wall clock. The returned values of the subject's first and timed calls go to the trusted side, which
+checks them against the reference's on the same inputs; the raw times go there too, and the statistics are
+made there.
 """
 
 from __future__ import annotations
@@ -32,6 +34,23 @@ if TYPE_CHECKING:
 
 FREEZE_WAIT_S = 0.5
 STOPPED_STATES = (b"T", b"t", b"Z", b"X")
+
+
+def cpu_ns(pid: int) -> int | None:
+    """The CPU time a process has had, in ns, every thread of it (a benchmark's child has one: seccomp refuses it
+    another), from /proc/<pid>/task/*/schedstat; None where the kernel keeps none (gVisor)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+    return total if tasks else None
 
 
 def pick_cpu() -> int:
@@ -94,6 +113,8 @@ class Benchmark:
         self.oom_before = cleanup.oom_kills()
         self.spent = {"subject": 0, "baseline": 0}  # every call's time so far, in ns
         self.returned = 0  # the bytes of the subject's checked calls so far (BenchJob.total_bytes)
+        self.cpu_clock = True  # each child's CPU time where the kernel keeps it (runc), else the wall clock
+        self.stopped_at: dict[int, int] = {}  # a child's CPU time when it was last stopped
 
     def run(self) -> None:
         baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
@@ -136,11 +157,25 @@ class Benchmark:
             return memory_outcome(built, proc), 0
         proc.take_output()  # what the inputs' code printed is not the module's
         deadline = time.monotonic() + job.load_time_s
-        started = time.perf_counter_ns()
+        self.cpu_clock = self.cpu_clock and cpu_ns(proc.pid) is not None
+        started = self._clock(proc)
         if not proc.send(protocol.CHILD_GO, {}, b"", deadline):
             return proc.unsent_outcome(self.oom_before, "loading"), 0
         report, _ = proc.await_frame(protocol.CHILD_LOAD, deadline, output_limit, self.oom_before, "loading")
-        return memory_outcome(report, proc), time.perf_counter_ns() - started
+        if report.status == Outcome.OK and not freeze(proc):
+            report = Report(Outcome.ERROR, error_type="Resources", message="could not be stopped after loading")
+        return memory_outcome(report, proc), self._clock(proc) - started
+
+    def _clock(self, proc: Child) -> int:
+        """Now, on the benchmark's clock: the child's CPU time (which runs only while it works, whatever else
+        the machine does), else the wall clock; noted as the child's CPU time when last stopped."""
+        if not self.cpu_clock:
+            return time.perf_counter_ns()
+        now = cpu_ns(proc.pid)
+        if now is None:  # the child is gone: its last reading stands
+            return self.stopped_at.get(proc.pid, 0)
+        self.stopped_at[proc.pid] = now
+        return now
 
     def _run(self, subject: Child, baseline: Child | None) -> None:
         if baseline is not None:
@@ -152,14 +187,12 @@ class Benchmark:
         self.runner.emit(protocol.LOAD, header)
         if report.status != Outcome.OK:
             return
-        freeze(subject)
         baseline_load_ns = 0
         if baseline is not None:
             loaded, baseline_load_ns = self._load(baseline, self.job.baseline, ())
             if loaded.status != Outcome.OK:
                 self._end(loaded, "baseline", message=f"the baseline did not load: {loaded.message or loaded.status}")
                 return
-            freeze(baseline)
         for size in range(len(self.bench.sizes)):
             if not self._size(size, subject, baseline):
                 return
@@ -167,19 +200,18 @@ class Benchmark:
 
     def _size(self, size: int, subject: Child, baseline: Child | None) -> bool:
         """Every call at one size, the two modules in turn; whether the benchmark goes on."""
-        times: dict[str, list[int]] = {"subject": [], "baseline": [], "subject_done": [], "baseline_done": []}
+        times: dict[str, list[int]] = {"subject": [], "baseline": []}
         checked: list[tuple[int, bytes]] = []
         for call in range(self.bench.calls):
             turns = [("subject", subject), ("baseline", baseline)]
             for who, proc in turns if call % 2 == 0 else turns[::-1]:
                 if proc is None:
                     continue
-                report, body, done, elapsed = self._call(proc, size, call)
+                report, body, elapsed = self._call(proc, size, call)
                 if report.status != Outcome.OK:
                     self._end(report, who, size=size, call=call, output=proc.take_output())
                     return False
                 times[who].append(elapsed)
-                times[f"{who}_done"].append(done)
                 self.spent[who] += elapsed
                 if who == "subject" and self.bench.checked(call):
                     checked.append((call, body))
@@ -208,37 +240,35 @@ class Benchmark:
         ratio = self.job.max_ratio
         return ratio > 0 and self.spent["subject"] > ratio * self.spent["baseline"] + GIVE_UP_S * 1e9
 
-    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int, int]:
-        """One call, timed by the runner's clock, the child running only for it: (how it ended, its value, the
-        time until the child said it returned, the time until its whole value came)."""
+    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int]:
+        """One call, the child running only for it: how it ended, its value, and its time on the benchmark's clock
+        from the command to the whole value, with whatever CPU the child had while it was to be stopped."""
         limits = self.job.limits
         phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
         proc.reader.max_body = self.job.max_result_bytes + 64 * 1024
         proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
-        done: int | None = None  # until the child said the call returned: its work (its value follows)
+        stopped = self.stopped_at.get(proc.pid)
+        started = self._clock(proc)
+        ran_stopped = started - stopped if self.cpu_clock and stopped is not None else 0
         thaw(proc)
-        started = time.perf_counter_ns()
         deadline = time.monotonic() + limits.time_s
         if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
             report, body = proc.unsent_outcome(self.oom_before, phase), b""
         else:
-            kinds, output = (protocol.CHILD_DONE, protocol.CHILD_RESULT), limits.output_kb * 1024
-            report, body = proc.await_frame(kinds, deadline, output, self.oom_before, phase)
-            if report.status == Outcome.OK and proc.last_kind == protocol.CHILD_DONE and report.index == call:
-                done = time.perf_counter_ns() - started
-                report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
-        elapsed = time.perf_counter_ns() - started
-        done = elapsed if done is None else done
+            output = limits.output_kb * 1024
+            report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
+        ended = None if self.cpu_clock else time.perf_counter_ns()  # the wall clock stops at the value
         report = memory_outcome(report, proc)
         if report.status == Outcome.OK and report.index != call:
             report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call"), b""
         if proc.exit_status is None and not freeze(proc):
             message = f"its threads could not all be stopped after {phase}"
             report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
-        return report, body, min(done, protocol.MAX_CALL_NS), min(elapsed, protocol.MAX_CALL_NS)
+        elapsed = (self._clock(proc) if ended is None else ended) - started + max(0, ran_stopped)
+        return report, body, min(max(0, elapsed), protocol.MAX_CALL_NS)
 
     def _end(self, report: Report, who: str, **extra: object) -> None:
-        header = {**report.header(), "who": who, "cpu": self.cpu}
+        header = {**report.header(), "who": who, "cpu": self.cpu, "clock": "cpu" if self.cpu_clock else "wall"}
         for key, value in extra.items():
             if key == "baseline_load_ns":
                 header["baseline_load_ms"] = min(round(int(value) / 1e6, 3), protocol.MAX_TIME_MS)  # type: ignore[call-overload]

@@ -51,23 +51,17 @@ def pairwise_distances(x, y):
         _kept[key] = torch.cdist(x, y)
     return _kept[key]
 """
-# Fast, after a busy wait at import (each load of the module pays it).
-AT_IMPORT = """import time
+# Fast, after a second or so of work at import (each load of the module pays it).
+AT_IMPORT = """import torch
 
-import torch
-
-_started = time.perf_counter()
-while time.perf_counter() - _started < 2.0:
-    pass
+_table = sum(range(40_000_000))
 
 
 def pairwise_distances(x, y):
     return torch.cdist(x, y)
 """
-# Fast, after a busy wait on its first call in each process.
-ON_FIRST_CALL = """import time
-
-import torch
+# Fast, after a second or so of work on its first call in each process.
+ON_FIRST_CALL = """import torch
 
 _first = [True]
 
@@ -75,9 +69,7 @@ _first = [True]
 def pairwise_distances(x, y):
     if _first[0]:
         _first[0] = False
-        started = time.perf_counter()
-        while time.perf_counter() - started < 2.0:
-            pass
+        sum(range(40_000_000))
     return torch.cdist(x, y)
 """
 
@@ -143,12 +135,13 @@ def test_a_result_kept_from_an_earlier_call_is_not_credited(grade: Callable[...,
 
 @pytest.mark.parametrize("source", [AT_IMPORT, ON_FIRST_CALL], ids=["at import", "on the first call"])
 def test_work_done_before_the_timed_calls_is_charged(grade: Callable[..., dict], source: str) -> None:
+    """Charged to its timed calls as if done there (about a second over 45 calls of a fraction of a ms each), or,
+    being more than the whole benchmark's baseline allows, the benchmark stops early: either way too slow."""
     verdict = grade(source)
     speed = verdict["speed"]
     assert speed is not None, verdict
-    # About 2 s of work spread over 45 timed calls: some 40 ms more per call than cdist's fraction of a ms.
-    assert speed["setup_charge_ms"] > 20, speed
     assert verdict["status"] == "time_limit_exceeded" and speed["passed"] is False, verdict
+    assert speed["setup_charge_ms"] > 5 or "too slow to reach the threshold" in verdict["message"], speed
 
 
 def test_the_leaderboard_keeps_each_entrants_best(client: TestClient, grade: Callable[..., dict]) -> None:

@@ -161,3 +161,19 @@ def test_a_benchmarks_subject_keeps_its_cpu_and_leaves_the_baseline_alone(machin
         assert bench_call(machine, name, BASELINE, 19) == EPERM, name
     assert bench_call(machine, "kill", BASELINE + 1, 19) == ALLOW  # another process: as for any child
     assert bench_call(machine, "setpriority", 0, BASELINE, 19) == EPERM  # only the caller itself, as always
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_benchmarks_subject_has_one_thread_and_nothing_to_wake_it_when_stopped(machine: str) -> None:
+    """Stopped while the baseline runs, it could be woken by a SIGCONT of its own making: a POSIX timer, a
+    message queue's notice, an I/O signal set with F_SETSIG; and a thread of its own would hide its work."""
+    assert bench_call(machine, "clone", THREAD_FLAGS) == EPERM
+    assert bench_call(machine, "clone", THREAD_FLAGS, pinned=False) == ALLOW
+    for name in ("timer_create", "mq_notify"):
+        assert bench_call(machine, name, 1, 0, 0) == EPERM, name
+        assert bench_call(machine, name, 1, 0, 0, pinned=False) == ALLOW, name
+    F_SETSIG, F_GETFL, F_SETFL = 10, 3, 4
+    assert bench_call(machine, "fcntl", 3, F_SETSIG, 18) == EPERM
+    assert bench_call(machine, "fcntl", 3, F_SETSIG, 18, pinned=False) == ALLOW
+    for command in (F_GETFL, F_SETFL):
+        assert bench_call(machine, "fcntl", 3, command, 0) == ALLOW

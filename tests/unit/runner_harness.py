@@ -120,7 +120,6 @@ def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None
         try:
             value = str(function(*inputs[command.size, command.call])).encode()
             report = Report(Outcome.OK, index=command.call)  # after the call: a forging module may move it
-            send(protocol.CHILD_DONE, report.header())
         except Exception as exc:  # noqa: BLE001 - the call's error
             report, value = Report(Outcome.ERROR, message=str(exc), index=command.call), b""
         sys.stdout.flush()

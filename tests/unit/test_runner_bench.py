@@ -15,7 +15,12 @@ from tests.unit.runner_harness import HostRunner, bench_job
 pytestmark = pytest.mark.timeout(120)
 
 TWICE = "def f(x):\n    return x * 2\n"
-SLOW_TWICE = "def f(x):\n    time.sleep(0.004)\n    return x * 2\n"
+# Busy for 4 ms: the benchmark's clock is each child's CPU time (the host keeps it), which a sleep does not use.
+BUSY = (
+    "def busy(seconds):\n    until = time.perf_counter() + seconds\n"
+    "    while time.perf_counter() < until:\n        pass\n"
+)
+SLOW_TWICE = BUSY + "def f(x):\n    busy(0.004)\n    return x * 2\n"
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +39,10 @@ def test_a_benchmark_sends_each_sizes_checked_calls_and_times_then_its_end(runne
     assert [frame.body for frame in exchange.calls[:2]] == [b"0", b"4"]  # f(CALL): the inputs of each call
     for frame in exchange.sizes:
         assert len(frame.header.subject_ns) == len(frame.header.baseline_ns) == 7
-        # The baseline sleeps 4 ms a call: the runner's clock sees it, whatever the children say.
-        assert min(frame.header.baseline_ns) >= 4_000_000
-        assert sorted(frame.header.subject_ns)[3] < 4_000_000
-    assert exchange.end.status == Outcome.OK and exchange.end.who == ""
+        # The baseline is busy 4 ms a call: the benchmark's clock sees it, whatever the children say.
+        assert min(frame.header.baseline_ns) >= 3_900_000
+        assert sorted(frame.header.subject_ns)[3] < 2_000_000
+    assert exchange.end.status == Outcome.OK and exchange.end.who == "" and exchange.end.clock == "cpu"
     assert exchange.end.baseline_load_ms is not None
     assert exchange.done is not None and exchange.done.header.clean
 
@@ -132,7 +137,7 @@ def test_a_result_for_another_call_is_refused(runner: HostRunner) -> None:
 def test_a_subject_far_slower_than_the_baseline_is_stopped_early(runner: HostRunner) -> None:
     """Past `max_ratio` times the baseline's time (plus a second) it can reach no threshold: it would only hold
     the container and the CPU timed on."""
-    slow = "def f(x):\n    time.sleep(0.15)\n    return x\n"
+    slow = BUSY + "def f(x):\n    busy(0.15)\n    return x\n"
     started = time.monotonic()
     end = runner.run_bench(bench_job(slow, TWICE, sizes=2, warmup=2, repeats=20, max_ratio=2.0)).end
     assert time.monotonic() - started < 3.5  # not the 44 calls' 6.6 s
@@ -159,3 +164,29 @@ def test_the_runner_says_which_contract_it_speaks(runner: HostRunner) -> None:
     from grader.containers.container import CONTRACT
 
     assert runner.hello.header.contract == CONTRACT and len(CONTRACT) == 16
+
+
+def test_cpu_a_child_has_while_it_was_to_be_stopped_is_counted_in_its_next_call(
+    runner: HostRunner, tmp_path: Path
+) -> None:
+    """Woken while stopped (here by the baseline: the host's children have no seccomp; in a sandbox nothing can
+    wake it), the subject works in the baseline's turn: that CPU is on its own clock, counted in its next call.
+    Every SIGCONT (the runner's, at its turn; the baseline's, out of it) makes it busy for 10 ms."""
+    pid = tmp_path / "pid"
+    subject = (
+        BUSY
+        + f"import signal\nopen({str(pid)!r}, 'w').write(str(os.getpid()))\n"
+        + "signal.signal(signal.SIGCONT, lambda *_: busy(0.01))\n"
+        + TWICE
+    )
+    baseline = (
+        BUSY + "def f(x):\n"
+        f"    os.kill(int(open({str(pid)!r}).read()), signal.SIGCONT)\n"
+        "    busy(0.01)\n    return x * 2\n"
+    )
+    exchange = runner.run_bench(bench_job(subject, baseline, sizes=1, warmup=0, repeats=5))
+    assert exchange.end.status == Outcome.OK, exchange.end
+    size = exchange.sizes[0].header
+    # 10 ms at its own turn, 10 ms in the baseline's: both on its clock.
+    assert sorted(size.subject_ns)[3] >= 17_000_000, size.subject_ns
+    assert max(size.baseline_ns) < 17_000_000, size.baseline_ns
