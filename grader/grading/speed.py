@@ -35,9 +35,9 @@ SLOT_WAIT_S = 600.0  # how long a benchmark waits for the one that runs before i
 
 
 def bench_seed(problem: ProblemSpec, seed: int | None) -> int:
-    """The benchmark's inputs' seed: derived from the submission's (fresh), or the same for all (fixed)."""
-    speed = problem.speed  # type: ignore[attr-defined]
-    return derive(seed, BENCH_SEED_INDEX) if speed.seed == "fresh" and seed is not None else 0
+    """The benchmark's inputs' seed, derived from the submission's, which the judge draws and never shows: no
+    module can draw a call's inputs ahead of it (seeds.draws_fresh: a speed-graded problem always has one)."""
+    return derive(seed if seed is not None else 0, BENCH_SEED_INDEX)
 
 
 class SpeedGrader:

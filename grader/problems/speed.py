@@ -94,10 +94,6 @@ class Speed(BaseModel):
         description="true: every call gets inputs drawn anew (a result kept from an earlier call is wrong, and so "
         "refused); false: every call at a size gets a copy of the same values",
     )
-    seed: Literal["fresh", "fixed"] = Field(
-        "fresh",
-        description="fresh: each submission's benchmark inputs are drawn from its own seed; fixed: the same for all",
-    )
     check: SpeedCheck = Field(default_factory=SpeedCheck, description="rtol and atol for each call's returned value")
     threshold: float = Field(
         1.0, gt=0, le=10_000, allow_inf_nan=False, description="the least speed-up (score) accepted, e.g. 3 for 3x"

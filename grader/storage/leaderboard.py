@@ -17,7 +17,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from grader.storage.db import LeaderboardEntry, utcnow
+from grader.storage.db import LeaderboardEntry, Submission, utcnow
 from grader.vocabulary import Status
 
 MAX_ENTRIES = 1000
@@ -55,9 +55,16 @@ def best_speedup(row: Any) -> float | None:
 
 
 def record(session: Session, row: Any) -> bool:
-    """Enters a stored verdict on its problem's board when it beats the entrant's entry; whether it did."""
+    """Enters a stored verdict on its problem's board when it beats the entrant's entry; whether the board changed.
+    A verdict for the entry's own submission that is lower (a regrade that no longer accepts it, or times it
+    slower) makes the entrant's entry its best other accepted submission, or none."""
     speedup, entrant = best_speedup(row), entrant_of(row)
-    if speedup is None or entrant is None:
+    if entrant is None:
+        return False
+    existing = session.get(LeaderboardEntry, (row.problem_id, entrant.id))
+    if existing is not None and existing.submission_id == row.id and (speedup is None or speedup < existing.speedup):
+        return _recompute(session, row.problem_id, row, entrant)
+    if speedup is None:
         return False
     values = {
         "name": entrant.name,
@@ -68,7 +75,7 @@ def record(session: Session, row: Any) -> bool:
         "submitted_at": row.created_at,
         "updated_at": utcnow(),
     }
-    if session.get(LeaderboardEntry, (row.problem_id, entrant.id)) is None:
+    if existing is None:
         try:
             session.add(LeaderboardEntry(problem_id=row.problem_id, entrant=entrant.id, **values))
             session.commit()
@@ -87,6 +94,31 @@ def record(session: Session, row: Any) -> bool:
     changed = session.execute(higher).rowcount > 0  # type: ignore[attr-defined]
     session.commit()
     return changed
+
+
+def _recompute(session: Session, problem_id: str, row: Any, entrant: Entrant) -> bool:
+    """The entrant's entry made again from its submissions to the problem: the best accepted speed-up, the
+    earliest of equal ones; none when no submission of it is accepted any more."""
+    mine = (
+        (Submission.api_key_hash == row.api_key_hash) & (Submission.submitter == row.submitter)
+        if row.api_key_hash
+        else Submission.owner_hash == row.owner_hash
+    )
+    query = select(Submission).where(
+        Submission.problem_id == problem_id, mine, Submission.status == Status.ACCEPTED.value
+    )
+    best = None
+    for submission in session.scalars(query.order_by(Submission.created_at)):
+        value = best_speedup(submission)
+        if value is not None and entrant_of(submission) == entrant and (best is None or value > best[0]):
+            best = (value, submission)
+    session.execute(
+        delete(LeaderboardEntry).where(
+            LeaderboardEntry.problem_id == problem_id, LeaderboardEntry.entrant == entrant.id
+        )
+    )
+    session.commit()
+    return True if best is None else record(session, best[1]) or True
 
 
 def entries(session: Session, problem_id: str, limit: int = MAX_ENTRIES) -> list[LeaderboardEntry]:

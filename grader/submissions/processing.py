@@ -164,8 +164,8 @@ class Processor:
                 stored = crud.finish_submission(
                     session, submission_id=submission_id, verdict=verdict, problem_version=version, attempt=attempt
                 )
-                if stored is not None and verdict.speed is not None:
-                    self._enter(session, stored)
+                if stored is not None and problem is not None and problem.speed is not None:
+                    self._enter(session, stored)  # a better entry, or a regraded one taken down
             return verdict, stored
         except Exception as exc:  # the judge's fault; the lease reaper takes over if this fails too
             log.exception("storing the verdict of %s failed", submission_id)

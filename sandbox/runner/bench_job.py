@@ -11,9 +11,10 @@ trusted side keeps to check a submission's calls against).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .messages import Limits, _number, _text
 from .protocol import (
@@ -102,9 +103,16 @@ class Bench:
 
     def call_seed(self, size: int, call: int) -> int:
         """The seed a call's inputs are drawn under: the same on every side, so that the reference's call `call`
-        at size `size` gets the values the submission's got."""
+        at size `size` gets the values the submission's got; a hash, so that one call's seed tells nothing of
+        another's."""
         draw = call if self.fresh_inputs else 0
-        return (self.seed * 1_000_003 + size * 65_537 + draw * 257 + 11) % (MAX_SEED + 1)
+        digest = hashlib.sha256(f"torchjudge-bench:{self.seed}:{size}:{draw}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") & MAX_SEED
+
+    def for_module(self) -> Bench:
+        """What a module's child is told: what to call and how many calls, never how the inputs are made nor their
+        seed (each call's inputs come with its command: execute_bench.py)."""
+        return replace(self, inputs="", seed=0, helpers="")
 
     @classmethod
     def of(cls, raw: object) -> Bench:

@@ -1,10 +1,13 @@
-"""What a benchmark's child does (bench_job.py): build every call's inputs, then load the module, then make the
-calls the runner asks for, one at a time, answering each with the returned value.
+"""What a benchmark's children do (bench_job.py, timing.py), in two roles.
 
-The inputs are built first, before any code of the module has run in this process: nothing the module does
-(a replaced torch function, a thread of its own) can take part in making them, so that no work of the
-module's is done where the runner's clock does not run. What the module does at import is timed by the
-runner (its load); each call from the command to the whole value sent back.
+The inputs' child runs the judge's and the problem's code only: for each call the runner names, it builds that
+call's arguments under the call's own seed and sends them, encoded (values.py). No module being timed runs in
+it, so none can take part in making the inputs.
+
+A module's child (the subject's, the baseline's) loads its module when told (the load is timed), then makes
+the calls the runner asks for, one at a time: each command carries that call's inputs, decoded inside the timed
+call, so that a module never holds the inputs of a call before it is made (it cannot compute a later call's
+result ahead, in an earlier call, at import or in the warm-up); it answers with the returned value.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import random
 import numpy as np
 import torch
 
-from . import protocol
+from . import protocol, values
 from .bench_job import Bench, CallCommand
 from .execute import _compile_test, _encode_result, _failure, _send, _test_globals, load_submission
 from .messages import ChildJob, Report
@@ -25,63 +28,86 @@ from .protocol import Outcome
 INPUTS_FILE = "<inputs>"
 HELPERS_FILE = "<helpers>"
 
-Inputs = tuple[list, dict]
-
 
 class InputsFailed(Exception):
     """The problem's inputs' code failed or returned something that is not a call's arguments."""
 
 
-def _arguments(value: object, device: str) -> Inputs:
-    """A call's positional and keyword arguments from what the inputs' code returned: a list or tuple (the
-    positional ones) or a dict with string keys (the keyword ones), its tensors moved to `device`."""
+def _arguments(value: object) -> dict:
+    """A call's arguments from what the inputs' code returned, a list or tuple (positional) or a dict with string
+    keys (keyword), as the value that travels: {"args": [...], "kwargs": {...}}."""
     if isinstance(value, (list, tuple)):
-        args, kwargs = list(value), {}
-    elif isinstance(value, dict) and all(type(key) is str for key in value):
-        args, kwargs = [], dict(value)
-    else:
-        raise InputsFailed(f"the inputs' code returned a {type(value).__name__}, not a list or a dict of arguments")
-    if device != "cpu":
-        args = [item.to(device) if isinstance(item, torch.Tensor) else item for item in args]
-        kwargs = {key: item.to(device) if isinstance(item, torch.Tensor) else item for key, item in kwargs.items()}
-    return args, kwargs
+        return {"args": list(value), "kwargs": {}}
+    if isinstance(value, dict) and all(type(key) is str for key in value):
+        return {"args": [], "kwargs": dict(value)}
+    raise InputsFailed(f"the inputs' code returned a {type(value).__name__}, not a list or a dict of arguments")
 
 
-def build_inputs(bench: Bench) -> list[list[Inputs | None]]:
-    """Every call's arguments, per size, each drawn under its own seed (bench.call_seed); InputsFailed."""
-    code = _compile_test(bench.inputs, INPUTS_FILE)
-    built: list[list[Inputs | None]] = []
-    linecache.cache[INPUTS_FILE] = (len(bench.inputs), None, bench.inputs.splitlines(True), INPUTS_FILE)
+def build_call(bench: Bench, code: object, size: int, call: int) -> dict:
+    """One call's arguments, drawn under its own seed (bench.call_seed); InputsFailed."""
+    seed = bench.call_seed(size, call)
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    namespace = _test_globals({})
     try:
-        for index, size in enumerate(bench.sizes):
-            calls: list[Inputs | None] = []
-            for call in range(bench.calls):
-                seed = bench.call_seed(index, call)
-                torch.default_generator.manual_seed(seed)
-                random.seed(seed)
-                np.random.seed(seed % 2**32)
-                namespace = _test_globals({})
-                if bench.helpers:
-                    exec(compile(bench.helpers, HELPERS_FILE, "exec", dont_inherit=True), namespace)
-                namespace["size"] = size.scope()
-                exec(code, namespace)
-                with torch.no_grad():
-                    calls.append(_arguments(namespace["__test__"](), bench.device))
-                namespace.clear()
-            built.append(calls)
+        if bench.helpers:
+            exec(compile(bench.helpers, HELPERS_FILE, "exec", dont_inherit=True), namespace)
+        namespace["size"] = bench.sizes[size].scope()
+        exec(code, namespace)  # type: ignore[arg-type]
+        with torch.no_grad():
+            return _arguments(namespace["__test__"]())
     except InputsFailed:
         raise
     except BaseException as exc:  # noqa: BLE001 - the problem's code: whatever it raises is its failure
         report = _failure(exc)
         raise InputsFailed(f"{report.error_type}: {report.message}") from None
     finally:
-        linecache.cache.pop(INPUTS_FILE, None)
-    return built
+        namespace.clear()
 
 
-def _call(function: object, arguments: Inputs, device: str, max_result: int) -> tuple[Report, bytes]:
-    """One call, and its value encoded: the runner times both, for the subject and the baseline alike."""
-    args, kwargs = arguments
+def _commands(cmd_r: int, bench: Bench, max_body: int):  # type: ignore[no-untyped-def]
+    """The runner's call commands, each with its body, until it stops sending them (then the child ends)."""
+    while True:
+        try:
+            kind, header, body = protocol.read_frame(cmd_r, max_body=max_body)
+            if kind != protocol.CHILD_CALL:
+                os._exit(0)
+            yield CallCommand.parse(header, bench), body
+        except (EOFError, protocol.FrameError, OSError, ValueError):
+            os._exit(0)
+
+
+def inputs_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
+    """The inputs' child: never returns. Each call's arguments, encoded, for each call the runner names."""
+    bench = job.bench
+    assert isinstance(bench, Bench)
+    linecache.cache[INPUTS_FILE] = (len(bench.inputs), None, bench.inputs.splitlines(True), INPUTS_FILE)
+    code = _compile_test(bench.inputs, INPUTS_FILE)
+    _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
+    for command, _ in _commands(cmd_r, bench, 0):
+        try:
+            body = values.encode_value(build_call(bench, code, command.size, command.call), job.max_result_bytes)
+            report = Report(Outcome.OK, index=command.call)
+        except InputsFailed as exc:
+            report, body = Report(Outcome.ERROR, error_type="BenchInputs", message=str(exc), index=command.call), b""
+        except (values.TooLarge, values.Unencodable) as exc:
+            message = f"a call's inputs cannot be sent: {type(exc).__name__} {exc}"
+            report, body = Report(Outcome.ERROR, error_type="BenchInputs", message=message, index=command.call), b""
+        _send(res_w, protocol.CHILD_RESULT, report.header(), body)
+
+
+def _call(function: object, inputs: bytes, device: str, max_result: int) -> tuple[Report, bytes]:
+    """One call on its inputs (decoded here, inside the timed call, for both modules alike), and its value
+    encoded: the runner times all of it."""
+    try:
+        arguments = values.decode_value(inputs)
+        args, kwargs = arguments["args"], arguments["kwargs"]
+        if device != "cpu":
+            args = [item.to(device) if isinstance(item, torch.Tensor) else item for item in args]
+            kwargs = {key: item.to(device) if isinstance(item, torch.Tensor) else item for key, item in kwargs.items()}
+    except Exception as exc:  # noqa: BLE001 - the judge's bytes: they decode, unless the runner is broken
+        return Report(Outcome.ERROR, error_type="BenchInputs", message=f"undecodable inputs: {exc!r}"[:200]), b""
     try:
         with torch.inference_mode(False):
             result = function(*args, **kwargs)  # type: ignore[operator]
@@ -93,17 +119,14 @@ def _call(function: object, arguments: Inputs, device: str, max_result: int) -> 
 
 
 def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
-    """Never returns: builds the inputs, loads the module, then serves calls until the runner stops."""
+    """Never returns: an inputs' child (no source), or a module's: says it is ready, loads its module when
+    told, then serves calls until the runner stops."""
+    if not job.source:
+        inputs_main(cmd_r, res_w, job)
     bench = job.bench
     assert isinstance(bench, Bench)
-    try:
-        inputs = build_inputs(bench)
-    except InputsFailed as exc:
-        message = protocol.bounded_text(f"the benchmark's inputs could not be built: {exc}", protocol.MAX_MESSAGE)
-        _send(res_w, protocol.CHILD_BUILT, Report(Outcome.ERROR, error_type="BenchInputs", message=message).header())
-        os._exit(0)
     _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
-    try:  # the runner's word to load: the load is timed from it, without the inputs' making
+    try:  # the runner's word to load: the load is timed from it
         kind, _, _ = protocol.read_frame(cmd_r, max_body=0)
     except (EOFError, protocol.FrameError, OSError):
         os._exit(0)
@@ -116,19 +139,8 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     if failure is not None:
         os._exit(0)
     function = entry_points[bench.entry_point]
-    while True:
-        try:
-            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
-            if kind != protocol.CHILD_CALL:
-                os._exit(0)
-            command = CallCommand.parse(header, bench)
-        except (EOFError, protocol.FrameError, OSError, ValueError):
-            os._exit(0)
-        arguments = inputs[command.size][command.call]
-        inputs[command.size][command.call] = None  # each call's inputs are its own, used once
-        if arguments is None:
-            os._exit(0)
-        report, value = _call(function, arguments, bench.device, max_result)
-        del arguments
+    for command, inputs in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
+        report, value = _call(function, inputs, bench.device, max_result)
+        del inputs
         report.index = command.call
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)

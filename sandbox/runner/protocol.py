@@ -111,6 +111,9 @@ MAX_BENCH_CALLS = 1 + MAX_BENCH_WARMUP + MAX_BENCH_REPEATS
 MAX_SIZE_PARAMS = 16
 MAX_SIZE_NAME = 40
 MAX_CALL_NS = 10**15
+# A benchmark's inputs, which the runner holds from the inputs' child until each call: per call, and in all.
+MAX_CALL_INPUT_BYTES = 16 * 1024 * 1024
+MAX_BENCH_INPUT_BYTES = 64 * 1024 * 1024
 
 # Returned values (values.py): the manifest's nesting, nodes, strings, integers and tensors.
 MAX_VALUE_DEPTH = 16

@@ -96,6 +96,18 @@ def freeze(proc: Child) -> bool:
     return True
 
 
+def end_alone(proc: Child) -> None:
+    """Kills this child only, and waits for its end (Child.close kills every process of the container but the
+    runner and the zygote: the next job's child, ready to be the subject, among them)."""
+    if proc.exit_status is None:
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.reap(block=True)
+    proc.close(wait=False)
+
+
 def thaw(proc: Child) -> None:
     try:
         os.kill(proc.pid, signal.SIGCONT)
@@ -115,8 +127,14 @@ class Benchmark:
         self.returned = 0  # the bytes of the subject's checked calls so far (BenchJob.total_bytes)
         self.cpu_clock = True  # each child's CPU time where the kernel keeps it (runc), else the wall clock
         self.stopped_at: dict[int, int] = {}  # a child's CPU time when it was last stopped
+        self.inputs: dict[tuple[int, int], bytes] = {}  # each call's, encoded (execute_bench.py inputs_main)
 
     def run(self) -> None:
+        inputs = self._inputs()
+        if isinstance(inputs, Report):  # the problem's inputs' code failed: no module was loaded
+            self.runner.emit(protocol.LOAD, {**inputs.header(), "time_ms": 0})
+            return
+        self.inputs = inputs
         baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
         subject = self.runner.take_child()
         try:
@@ -127,8 +145,63 @@ class Benchmark:
                     thaw(proc)
                     proc.close(wait=False)
 
+    def _inputs(self) -> dict[tuple[int, int], bytes] | Report:
+        """Every call's inputs, encoded, from a child of their own that runs only the judge's and the problem's
+        code; or why they could not be had (the problem's failure: BenchInputs)."""
+        proc = Child(self.runner.forker)
+        try:
+            made = self._start_inputs(proc)
+            if not isinstance(made, Report):
+                made = self._collect_inputs(proc)
+        finally:
+            end_alone(proc)
+        if isinstance(made, Report):
+            why = made.message or made.status
+            return Report(Outcome.ERROR, error_type="BenchInputs", message=f"the benchmark's inputs: {why}")
+        return made
+
+    def _start_inputs(self, proc: Child) -> Report | None:
+        job, bench = self.job, self.bench
+        deadline = time.monotonic() + job.load_time_s
+        report = proc.await_ready(deadline, self.oom_before, "building the inputs")
+        if report is not None:
+            return report
+        child_job = ChildJob(
+            source="",  # no module: the inputs' child
+            entry_points=(bench.entry_point,),
+            memory_mb=job.limits.memory_mb,
+            cpu_s=job.load_time_s + len(bench.sizes) * bench.calls * job.limits.time_s + 5,
+            max_result_bytes=protocol.MAX_CALL_INPUT_BYTES,
+            helpers=bench.helpers,
+            bench=bench,
+        )
+        if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
+            return proc.unsent_outcome(self.oom_before, "building the inputs")
+        report, _ = proc.await_frame(protocol.CHILD_BUILT, deadline, 1 << 20, self.oom_before, "building the inputs")
+        return None if report.status == Outcome.OK else report
+
+    def _collect_inputs(self, proc: Child) -> dict[tuple[int, int], bytes] | Report:
+        job, bench = self.job, self.bench
+        proc.reader.max_body = protocol.MAX_CALL_INPUT_BYTES + 64 * 1024
+        made: dict[tuple[int, int], bytes] = {}
+        total = 0
+        for size in range(len(bench.sizes)):
+            for call in range(bench.calls):
+                deadline = time.monotonic() + job.limits.time_s + job.load_time_s
+                phase = f"call {call + 1} at size {bench.sizes[size].name!r}"
+                if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
+                    return proc.unsent_outcome(self.oom_before, phase)
+                report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, 1 << 20, self.oom_before, phase)
+                if report.status != Outcome.OK or report.index != call:
+                    return report if report.status != Outcome.OK else Report(Outcome.ERROR, message=phase)
+                total += len(body)
+                if total > protocol.MAX_BENCH_INPUT_BYTES:
+                    return Report(Outcome.ERROR, message=f"more than {protocol.MAX_BENCH_INPUT_BYTES} bytes in all")
+                made[(size, call)] = body
+        return made
+
     def _load(self, proc: Child, source: str, protect: tuple[int, ...]) -> tuple[Report, int]:
-        """Loads a module in its child (which first builds every call's inputs); the load and its time."""
+        """Loads a module in its child, pinned and confined first (its BUILT: ready); the load and its time."""
         job = self.job
         deadline = time.monotonic() + job.load_time_s
         not_ready = proc.await_ready(deadline, self.oom_before, "loading")
@@ -141,21 +214,18 @@ class Benchmark:
             memory_mb=job.limits.memory_mb,
             cpu_s=job.load_time_s + calls * job.limits.time_s + 5,
             max_result_bytes=job.max_result_bytes,
-            helpers=self.bench.helpers,
-            bench=self.bench,
+            bench=self.bench.for_module(),
             cpu=self.cpu,
             protect=protect,
         )
         proc.memory_mb = job.limits.memory_mb
         if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
-            return proc.unsent_outcome(self.oom_before, "building the inputs"), 0
+            return proc.unsent_outcome(self.oom_before, "confining itself"), 0
         output_limit = job.limits.output_kb * 1024
-        built, _ = proc.await_frame(
-            protocol.CHILD_BUILT, deadline, output_limit, self.oom_before, "building the inputs"
-        )
+        built, _ = proc.await_frame(protocol.CHILD_BUILT, deadline, output_limit, self.oom_before, "confining itself")
         if built.status != Outcome.OK:
             return memory_outcome(built, proc), 0
-        proc.take_output()  # what the inputs' code printed is not the module's
+        proc.take_output()
         deadline = time.monotonic() + job.load_time_s
         self.cpu_clock = self.cpu_clock and cpu_ns(proc.pid) is not None
         started = self._clock(proc)
@@ -252,7 +322,8 @@ class Benchmark:
         ran_stopped = started - stopped if self.cpu_clock and stopped is not None else 0
         thaw(proc)
         deadline = time.monotonic() + limits.time_s
-        if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
+        command = CallCommand(size, call).header()
+        if not proc.send(protocol.CHILD_CALL, command, self.inputs.get((size, call), b""), deadline):
             report, body = proc.unsent_outcome(self.oom_before, phase), b""
         else:
             output = limits.output_kb * 1024
@@ -264,6 +335,9 @@ class Benchmark:
         if proc.exit_status is None and not freeze(proc):
             message = f"its threads could not all be stopped after {phase}"
             report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
+        if report.status == Outcome.OK and (proc.reap(block=False) or (self.cpu_clock and cpu_ns(proc.pid) is None)):
+            # Ended after its value: its CPU can no longer be read (nor its work after the value counted).
+            report, body = proc.death_outcome(self.oom_before, f"{phase}, after its value"), b""
         elapsed = (self._clock(proc) if ended is None else ended) - started + max(0, ran_stopped)
         return report, body, min(max(0, elapsed), protocol.MAX_CALL_NS)
 

@@ -257,3 +257,41 @@ def encode_value(value: object, max_bytes: int) -> bytes:
     if len(manifest) + encoder.total > max_bytes:
         raise TooLarge(len(manifest) + encoder.total)
     return struct.pack(">I", len(manifest)) + manifest + b"".join(encoder.arrays)
+
+
+# -- back to values: a benchmark's inputs, made in the inputs' child, decoded in the child of each module ------
+_BY_NAME = {name: (dtype, np_dtype) for dtype, (name, np_dtype) in DTYPES.items()}
+
+
+def decode_value(body: bytes) -> object:
+    """What encode_value made, back as Python values and torch tensors (each its own, writable). For the judge's
+    own bytes only: a benchmark's inputs, passed by the runner from the child that made them."""
+    (length,) = struct.unpack_from(">I", body)
+    manifest = json.loads(body[4 : 4 + length])
+    data = memoryview(body)[4 + length :]
+    offset = 0
+
+    def node(item: dict) -> object:
+        nonlocal offset
+        kind = item["t"]
+        if kind in ("list", "tuple"):
+            items = [node(each) for each in item["items"]]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict":
+            return {key: node(each) for key, each in item["items"]}
+        if kind == "tensor":
+            dtype, np_dtype = _BY_NAME[item["dtype"]]
+            shape = [int(size) for size in item["shape"]]
+            count = int(np.prod(shape)) if shape else 1
+            size = count * np.dtype(np_dtype).itemsize
+            array = np.frombuffer(data[offset : offset + size], dtype=np_dtype).reshape(shape).copy()
+            offset += size
+            tensor = torch.from_numpy(array)
+            return tensor.view(dtype) if dtype in BITS else tensor
+        scalars = {"none": lambda: None, "bool": lambda: bool(item["v"]), "int": lambda: int(item["v"])}
+        scalars.update({"float": lambda: float.fromhex(item["v"]), "str": lambda: str(item["v"])})
+        if kind in scalars:
+            return scalars[kind]()
+        raise ValueError(f"a value of kind {kind!r} cannot be decoded")
+
+    return node(manifest)

@@ -12,6 +12,7 @@ side of the contract: it runs the job's source as a module and each test's code 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import select
 import signal
@@ -80,25 +81,37 @@ def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
         send(protocol.CHILD_RESULT, report.header(), value)
 
 
-def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None:
-    """A benchmark's child (sandbox/runner/execute_bench.py's part), in plain Python: every call's `args` made by
-    the inputs' code (SIZE, CALL, SEED in scope) before the module is run, then one call of `f` per command."""
+def scripted_inputs(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None:
+    """A benchmark's inputs' child (execute_bench.py inputs_main), in plain Python: for each call named, the
+    inputs' code run (SIZE, CALL, SEED in scope) and its `args` sent as JSON."""
     bench = job.bench
-    inputs = {}
-    try:
-        for size in range(len(bench.sizes)):
-            for call in range(bench.calls):
-                scope = {
-                    "SIZE": bench.sizes[size].scope(),
-                    "CALL": call,
-                    "SEED": bench.call_seed(size, call),
-                    "time": time,
-                }
-                exec(bench.inputs, scope)
-                inputs[(size, call)] = scope["args"]
-    except Exception as exc:  # noqa: BLE001 - the inputs' error
-        send(protocol.CHILD_BUILT, Report(Outcome.ERROR, message=str(exc), error_type="BenchInputs").header())
-        os._exit(0)
+    send(protocol.CHILD_BUILT, Report(Outcome.OK).header())
+    while True:
+        try:
+            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
+        except EOFError:
+            os._exit(0)
+        command = CallCommand.parse(header, bench)
+        scope = {
+            "SIZE": bench.sizes[command.size].scope(),
+            "CALL": command.call,
+            "SEED": bench.call_seed(command.size, command.call),
+            "time": time,
+        }
+        try:
+            exec(bench.inputs, scope)
+            report, body = Report(Outcome.OK, index=command.call), json.dumps(scope["args"]).encode()
+        except Exception as exc:  # noqa: BLE001 - the inputs' error
+            report, body = Report(Outcome.ERROR, message=str(exc), error_type="BenchInputs", index=command.call), b""
+        send(protocol.CHILD_RESULT, report.header(), body)
+
+
+def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None:
+    """A benchmark's module child (execute_bench.py bench_main), in plain Python: ready, its module loaded when
+    told, then one call of `f` per command on the inputs the command carries."""
+    if not job.source:
+        scripted_inputs(cmd_r, job, send)
+    bench = job.bench
     send(protocol.CHILD_BUILT, Report(Outcome.OK).header())
     kind, _, _ = protocol.read_frame(cmd_r, max_body=0)
     assert kind == protocol.CHILD_GO
@@ -112,13 +125,13 @@ def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None
     function = namespace[bench.entry_point]
     while True:
         try:
-            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
+            kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
         except EOFError:
             os._exit(0)
         command = CallCommand.parse(header, bench)
         namespace["CALL"] = command
         try:
-            value = str(function(*inputs[command.size, command.call])).encode()
+            value = str(function(*json.loads(body))).encode()
             report = Report(Outcome.OK, index=command.call)  # after the call: a forging module may move it
         except Exception as exc:  # noqa: BLE001 - the call's error
             report, value = Report(Outcome.ERROR, message=str(exc), index=command.call), b""

@@ -295,3 +295,25 @@ def test_an_owner_token_is_one_entrant_whatever_names_it_gives(
     for number, name in ((0, "Student 1"), (0, "Student 2")):
         enter(keyed_service, keyed_http, 10.0, key(number), name)
     assert [name for _, name, _ in shown(keyed_http)] == ["Student 1", "Student 2"]
+
+
+def test_a_regrade_that_no_longer_accepts_the_entrys_submission_takes_it_off_the_board(
+    open_service: Components, http: TestClient
+) -> None:
+    """An entry points at a submission; once a regrade (the admin's, after a fix to speed grading, say) finds that
+    submission no longer accepted, the board must not go on showing the speed-up it once measured. Today the entry
+    stays at its old speed-up, above every honest entrant, until the admin finds and clears it by hand: the board
+    shows 40x for a submission whose stored verdict is time_limit_exceeded at 1.7x."""
+    from grader.storage import crud
+
+    inflated = enter(open_service, http, 40.0, owner("mallory"), "Mallory")  # a score an attack once earned
+    enter(open_service, http, 12.0, owner("erin"), "Erin")
+    with open_service.db.session() as session:  # the admin's regrade (grader/submissions/regrade.py)
+        crud.requeue_problem_submissions(session, problem_id=SPEED_PROBLEM, problem_version="v-regrade")
+    caught = verdict_with(open_service, speed_result(1.7))  # graded again, the attack no longer pays
+    assert caught.status.value == "time_limit_exceeded"
+    grade(open_service, inflated, caught)
+    assert http.get(f"/api/submissions/{inflated}").json()["status"] == "time_limit_exceeded"
+    entries = board(http, ADMIN_HEADERS)["entries"]
+    stale = [entry for entry in entries if entry["submission_id"] == inflated]
+    assert stale == [], stale
