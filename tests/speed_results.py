@@ -6,13 +6,16 @@ stored by submissions/processing.py, which enters it on the leaderboard."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
-from grader.components import Components
+from grader.components import Components, build
+from grader.config import Settings
 from grader.grading.speed_stats import SizeSpeed, SpeedResult
 from grader.grading.verdict import Status, TestResult, TestStatus, Verdict
+from tests.conftest import PROBLEMS_DIR
 
 SPEED_PROBLEM = "pairwise-distances"  # problems/: speed-graded
 PLAIN_PROBLEM = "embedding-layer"  # problems/: not speed-graded
@@ -108,3 +111,12 @@ def submit_and_grade(
     submission_id = submit(http, headers=headers, name=name, problem_id=problem_id)
     grade(service, submission_id, verdict)
     return submission_id
+
+
+def graderless_service(root: Path, **settings: Any) -> Components:
+    """A service whose grader never runs (its verdicts come from verdict_with): the problems loaded, the database
+    made. Nothing is started: the tests drive processing themselves (submit_and_grade)."""
+    service = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0, **settings))
+    service.db.create_all()
+    service.watcher.poll()
+    return service

@@ -21,24 +21,25 @@ from sqlalchemy import delete, update
 from grader import client as cli
 from grader.app import create_app
 from grader.cli import main
-from grader.components import Components, build
-from grader.config import Settings
+from grader.components import Components
 from grader.grading.verdict import Status
 from grader.storage.db import LeaderboardEntry
-from tests.conftest import PROBLEMS_DIR
 from tests.served import serving
-from tests.speed_results import PLAIN_PROBLEM, SPEED_PROBLEM, speed_result, submit_and_grade, verdict_with
+from tests.speed_results import (
+    PLAIN_PROBLEM,
+    SPEED_PROBLEM,
+    graderless_service,
+    speed_result,
+    submit_and_grade,
+    verdict_with,
+)
 
 OWNER = {"X-Owner-Token": "cli-speed-terminal-0123456789"}
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Components:
-    root = tmp_path_factory.mktemp("cli-speed")
-    components = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0))  # type: ignore[call-arg]
-    components.db.create_all()
-    components.watcher.poll()
-    return components
+    return graderless_service(tmp_path_factory.mktemp("cli-speed"))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ entered on the board as a worker does it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,14 +18,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import delete
 
 from grader.app import create_app
-from grader.components import Components, build
-from grader.config import Settings
+from grader.components import Components
 from grader.storage.db import LeaderboardEntry
-from tests.conftest import PROBLEMS_DIR
 from tests.speed_results import (
     PLAIN_PROBLEM,
     SPEED_PROBLEM,
     grade,
+    graderless_service,
     speed_result,
     submit,
     submit_and_grade,
@@ -40,23 +38,16 @@ BOARD = f"/api/problems/{SPEED_PROBLEM}/leaderboard"
 PAGE = f"/problems/{SPEED_PROBLEM}/leaderboard"
 
 
-def _service(root: Path, **settings: Any) -> Components:
-    service = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0, **settings))
-    service.db.create_all()
-    service.watcher.poll()
-    return service
-
-
 @pytest.fixture(scope="module")
 def open_service(tmp_path_factory: pytest.TempPathFactory) -> Components:
     """No API keys (submitters are told apart by their owner tokens); an admin token."""
-    return _service(tmp_path_factory.mktemp("open"), admin_token=ADMIN)
+    return graderless_service(tmp_path_factory.mktemp("open"), admin_token=ADMIN)
 
 
 @pytest.fixture(scope="module")
 def keyed_service(tmp_path_factory: pytest.TempPathFactory) -> Components:
     """API keys; no admin token (the admin API is off)."""
-    return _service(tmp_path_factory.mktemp("keyed"), api_keys=",".join(KEYS))
+    return graderless_service(tmp_path_factory.mktemp("keyed"), api_keys=",".join(KEYS))
 
 
 @pytest.fixture(scope="module")

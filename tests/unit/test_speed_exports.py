@@ -17,12 +17,18 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.app import create_app
-from grader.components import Components, build
-from grader.config import Settings
+from grader.components import Components
 from grader.submissions import exports
-from tests.conftest import PROBLEMS_DIR
 from tests.receivers import Receiver
-from tests.speed_results import SPEED_PROBLEM, grade, speed_result, submit, submit_and_grade, verdict_with
+from tests.speed_results import (
+    SPEED_PROBLEM,
+    grade,
+    graderless_service,
+    speed_result,
+    submit,
+    submit_and_grade,
+    verdict_with,
+)
 
 ADMIN = {"Authorization": "Bearer speed-exports-admin-token-0123456789"}
 OWNER = {"X-Owner-Token": "speed-exports-browser-0123456789"}
@@ -30,18 +36,12 @@ OWNER = {"X-Owner-Token": "speed-exports-browser-0123456789"}
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Components:
-    settings = Settings(  # type: ignore[call-arg]
-        data_dir=tmp_path_factory.mktemp("speed-exports") / "data",
-        problems_dir=PROBLEMS_DIR,
-        problems_poll_s=0,
+    return graderless_service(
+        tmp_path_factory.mktemp("speed-exports"),
         admin_token=ADMIN["Authorization"].removeprefix("Bearer "),
         webhook_secret="speed-exports-webhook-secret-0123456789",
         webhook_allowed_hosts="127.0.0.1",
     )
-    components = build(settings)
-    components.db.create_all()
-    components.watcher.poll()
-    return components
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.app import create_app
-from grader.components import Components, build
-from grader.config import Settings
-from tests.conftest import PROBLEMS_DIR
+from grader.components import Components
 from tests.served import serving
-from tests.speed_results import SPEED_PROBLEM, size_speeds, speed_result, submit_and_grade, verdict_with
+from tests.speed_results import (
+    SPEED_PROBLEM,
+    graderless_service,
+    size_speeds,
+    speed_result,
+    submit_and_grade,
+    verdict_with,
+)
 from tests.web.accessibility import assert_accessible
 from tests.web.conftest import BrowserLog, screenshot
 
@@ -30,11 +35,7 @@ SIZES = ["16 x 16", "32 x 32", "<b>48 x 48</b>"]
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Components:
-    root = tmp_path_factory.mktemp("speed-browser")
-    components = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0))  # type: ignore[call-arg]
-    components.db.create_all()
-    components.watcher.poll()
-    return components
+    return graderless_service(tmp_path_factory.mktemp("speed-browser"))
 
 
 @pytest.fixture(scope="module")

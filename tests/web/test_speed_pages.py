@@ -16,15 +16,21 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from grader.app import create_app
-from grader.components import Components, build
-from grader.config import Settings
+from grader.components import Components
 from grader.grading.speed_stats import SizeSpeed
 from grader.grading.verdict import Status
 from grader.storage import crud
 from grader.storage.db import Submission
 from grader.web.speed_chart import speed_chart_svg
-from tests.conftest import PROBLEMS_DIR
-from tests.speed_results import PLAIN_PROBLEM, SPEED_PROBLEM, size_speeds, speed_result, submit_and_grade, verdict_with
+from tests.speed_results import (
+    PLAIN_PROBLEM,
+    SPEED_PROBLEM,
+    graderless_service,
+    size_speeds,
+    speed_result,
+    submit_and_grade,
+    verdict_with,
+)
 from tests.web.test_pages import assert_no_inline_script, assert_page_headers
 
 OWNER = {"X-Owner-Token": "speed-pages-browser-0123456789"}
@@ -32,11 +38,7 @@ OWNER = {"X-Owner-Token": "speed-pages-browser-0123456789"}
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Components:
-    root = tmp_path_factory.mktemp("speed-pages")
-    components = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0))  # type: ignore[call-arg]
-    components.db.create_all()
-    components.watcher.poll()
-    return components
+    return graderless_service(tmp_path_factory.mktemp("speed-pages"))
 
 
 @pytest.fixture(scope="module")
