@@ -335,11 +335,14 @@ class Benchmark:
         if proc.exit_status is None and not freeze(proc):
             message = f"its threads could not all be stopped after {phase}"
             report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
-        if report.status == Outcome.OK and (proc.reap(block=False) or (self.cpu_clock and cpu_ns(proc.pid) is None)):
+        reading = cpu_ns(proc.pid) if ended is None else None  # once: the child may be reaped any moment now
+        if report.status == Outcome.OK and (proc.reap(block=False) or (ended is None and reading is None)):
             # Ended after its value: its CPU can no longer be read (nor its work after the value counted).
             report, body = proc.death_outcome(self.oom_before, f"{phase}, after its value"), b""
-        elapsed = (self._clock(proc) if ended is None else ended) - started + max(0, ran_stopped)
-        return report, body, min(max(0, elapsed), protocol.MAX_CALL_NS)
+        if reading is not None:
+            self.stopped_at[proc.pid] = reading
+        end = ended if ended is not None else reading if reading is not None else started
+        return report, body, min(max(0, end - started + max(0, ran_stopped)), protocol.MAX_CALL_NS)
 
     def _end(self, report: Report, who: str, **extra: object) -> None:
         header = {**report.header(), "who": who, "cpu": self.cpu, "clock": "cpu" if self.cpu_clock else "wall"}

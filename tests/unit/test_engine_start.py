@@ -69,7 +69,11 @@ def test_ctrl_c_on_the_command_that_started_the_engine_leaves_the_engine_running
             time.sleep(0.05)
         pid = int((state / "pid").read_text())
         own_session = os.getsid(pid) != os.getsid(session.pid)
-        time.sleep(0.3)  # the script has waited for `docker info`; the service is in the foreground
+        # The script has waited for `docker info` and the service is in the foreground: bash exec'd it, in place.
+        cmdline = Path(f"/proc/{session.pid}/cmdline")
+        while not cmdline.read_bytes().startswith(b"sleep"):
+            assert time.monotonic() < deadline, "the script never handed over to the service"
+            time.sleep(0.05)
         os.killpg(session.pid, signal.SIGINT)  # Ctrl-C
         assert session.wait(timeout=10) != 0, "the foreground command stopped on Ctrl-C"
         time.sleep(0.5)
