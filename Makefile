@@ -27,7 +27,7 @@ test-security: setup-test
 test-web: setup-test
 	.venv/bin/pytest tests/web
 
-bench: setup
+bench: setup-test
 	.venv/bin/python bench/bench.py
 
 # Speed grading's noise: the same solutions graded 20 times, a 2x one against a 1x one (docs/BENCHMARKS.md).

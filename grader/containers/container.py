@@ -36,6 +36,8 @@ from grader.containers.protocol import (
 )
 
 log = logging.getLogger(__name__)
+# Hears test frames as they land: those that came together, in order.
+OnTests = Callable[[list[tuple[TestHeader, bytes]]], None]
 
 LABEL = "torchjudge.sandbox"
 CONTRACT = contract_digest()  # what this grader's copy of the contract is (sandbox/runner/protocol.py)
@@ -236,19 +238,20 @@ class SandboxContainer:
         self,
         job: Job,
         deadline: float,
-        on_test: Callable[[TestHeader, bytes], None] | None = None,
+        on_tests: OnTests | None = None,
     ) -> JobOutcome:
         """Sends a job and collects its results: the load result, then one per test. Returns as soon as
         the last one is in; the runner's cleaning-up that follows is settle()'s to wait for. Raises
-        SandboxLost if the container fails or breaks the protocol; on_test is called with each test's
-        frame as it lands and must not raise."""
+        SandboxLost if the container fails or breaks the protocol. on_tests hears the tests' frames as they
+        land, those that came together at once (the runner sends quick tests' results in one write, and
+        a judge process judges them in one request), and must not raise."""
         # The runner enforces the limits itself; the trusted side only bounds the wait for each frame:
         # a test's result may follow a reload of the submission in a fresh child (load time).
         load_budget = job.load_time_s + FRAME_SLACK_S
         frame_budget = job.load_time_s + max(test.limits.time_s for test in job.tests) + FRAME_SLACK_S
         self.send(encode_job(job), deadline)
         with phases.timed("job"):
-            return self._collect(job, deadline, load_budget, frame_budget, on_test)
+            return self._collect(job, deadline, load_budget, frame_budget, on_tests)
 
     def send(self, frame: bytes, deadline: float) -> None:
         """Sends a job's frame (a job, or a benchmark: grader/containers/bench.py), once the previous job is
@@ -274,7 +277,7 @@ class SandboxContainer:
         deadline: float,
         load_budget: float,
         frame_budget: float,
-        on_test: Callable[[TestHeader, bytes], None] | None,
+        on_tests: OnTests | None,
     ) -> JobOutcome:
         try:
             frame = self._next_frame(min(deadline, time.monotonic() + load_budget))
@@ -288,26 +291,33 @@ class SandboxContainer:
         phases.add("load", (outcome.load.time_ms or 0.0) / 1000)
         if outcome.load.status != "ok":
             return outcome
-        for expected_index in range(len(job.tests)):
-            try:
-                frame = self._next_frame(min(deadline, time.monotonic() + frame_budget))
-            except SandboxLost as exc:
-                exc.during_test = expected_index
-                raise
-            if frame.kind == DONE:
-                raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
-            if frame.kind != TEST:
-                raise SandboxProtocolError("unexpected frame kind during a job", during_test=expected_index)
-            header = frame.header
-            assert isinstance(header, TestHeader)
-            if header.index != expected_index:
-                raise SandboxProtocolError("test results out of order", during_test=expected_index)
-            if header.status == Outcome.SKIPPED and not _may_skip(job, outcome):
-                raise SandboxProtocolError("a test skipped without a timeout before it", during_test=expected_index)
-            outcome.tests.append((header, frame.body))
-            phases.add("first test" if expected_index == 0 else "other tests", header.time_ms / 1000)
-            if on_test is not None:
-                on_test(header, frame.body)
+        landed: list[tuple[TestHeader, bytes]] = []
+        try:
+            for expected_index in range(len(job.tests)):
+                try:
+                    frame = self._next_frame(min(deadline, time.monotonic() + frame_budget))
+                except SandboxLost as exc:
+                    exc.during_test = expected_index
+                    raise
+                if frame.kind == DONE:
+                    raise SandboxProtocolError("the sandbox skipped tests", during_test=expected_index)
+                if frame.kind != TEST:
+                    raise SandboxProtocolError("unexpected frame kind during a job", during_test=expected_index)
+                header = frame.header
+                assert isinstance(header, TestHeader)
+                if header.index != expected_index:
+                    raise SandboxProtocolError("test results out of order", during_test=expected_index)
+                if header.status == Outcome.SKIPPED and not _may_skip(job, outcome):
+                    raise SandboxProtocolError("a test skipped without a timeout before it", during_test=expected_index)
+                outcome.tests.append((header, frame.body))
+                phases.add("first test" if expected_index == 0 else "other tests", header.time_ms / 1000)
+                landed.append((header, frame.body))
+                if on_tests is not None and not self._frames:  # nothing more came with it: heard now
+                    heard, landed = landed, []
+                    on_tests(heard)
+        finally:
+            if on_tests is not None and landed:  # what landed before the end (or before the sandbox was lost)
+                on_tests(landed)
         return outcome
 
     @property

@@ -176,7 +176,8 @@ def job_bound_s(problem: ProblemSpec, sandbox: SandboxSettings) -> float:
     return loads * sandbox.load_time_s + sum(test.time_s + 1.0 for test in limits) + 15.0
 
 
-OnTest = Callable[[int, int, TestRun], None]  # (container_no, test index, its run)
+# (container_no, [(test index, its run)]): the tests that landed together, in order.
+OnTests = Callable[[int, list[tuple[int, TestRun]]], None]
 
 
 def run_module(
@@ -184,26 +185,28 @@ def run_module(
     problem: ProblemSpec,
     source: str,
     sandbox: SandboxSettings,
-    on_test: OnTest | None = None,
+    on_tests: OnTests | None = None,
     seed: int | None = None,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
-    can be had. on_test hears each test as it lands, with the number of the container it ran in (0; 1 when
-    the first was lost: a second container starts the tests again)."""
+    can be had. on_tests hears the tests as they land (those that came together at once), with the number
+    of the container they ran in (0; 1 when the first was lost: a second container starts the tests again)."""
     job = build_job(problem, source, sandbox, seed)
     lost: list[SandboxLost] = []
     tests: dict[int, TestRun] = {}
     for container_no in range(CONTAINERS_PER_MODULE):
         tests = {}
 
-        def landed(header: TestHeader, body: bytes, container_no: int = container_no, tests: dict = tests) -> None:
-            run = TestRun(header, body)
-            tests[header.index] = run
-            if on_test is not None:
+        def landed(
+            frames: list[tuple[TestHeader, bytes]], container_no: int = container_no, tests: dict = tests
+        ) -> None:
+            runs = [(header.index, TestRun(header, body)) for header, body in frames]
+            tests.update(runs)
+            if on_tests is not None:
                 try:
-                    on_test(container_no, header.index, run)
+                    on_tests(container_no, runs)
                 except Exception:  # a listener's failure must not cost the run
-                    log.exception("a listener of test %d failed", header.index + 1)
+                    log.exception("a listener of tests %s failed", [index + 1 for index, _ in runs])
 
         bound = job_bound_s(problem, sandbox)
         try:

@@ -71,18 +71,19 @@ class Grader:
         results: dict[int, TestResult] = {}
         current = [0]  # the container whose results these are: a second container starts the tests again
 
-        def landed(container_no: int, index: int, run: TestRun) -> None:
+        def landed(container_no: int, runs: list[tuple[int, TestRun]]) -> None:
             if container_no != current[0]:
                 current[0] = container_no
                 results.clear()
             with phases.timed("compare"):
-                result = self.judge.test(problem, expected, index, run)
-            results[index] = result
-            if on_test is not None:
-                try:
-                    on_test(result)
-                except Exception:  # progress is a courtesy to readers: its failure must not stop grading
-                    log.exception("publishing a test's progress failed")
+                judged = self.judge.tests(problem, expected, runs)
+            for result in judged:
+                results[result.index] = result
+                if on_test is not None:
+                    try:
+                        on_test(result)
+                    except Exception:  # progress is a courtesy to readers: its failure must not stop grading
+                        log.exception("publishing a test's progress failed")
 
         try:
             run = run_module(self.sandboxes, problem, source, self.sandbox, landed, seed=seed)

@@ -45,6 +45,7 @@ MAX_ANSWER_BYTES = 1024 * 1024
 MAX_ANSWER_DEPTH = 16
 WAIT_S = 60.0  # for a free judge process, before the judge gives up (its own failure)
 SPECS_KEPT = 128
+BATCH = 32  # tests judged in one request at most (its answer stays well within MAX_ANSWER_BYTES)
 # What a judge process inherits of the environment: nothing of the service's configuration or secrets.
 ENVIRONMENT = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "HOME", "VIRTUAL_ENV")
 
@@ -167,20 +168,34 @@ class IsolatedJudge:
 
     # -- the Judge ------------------------------------------------------------------------------------------
     def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
-        result = base_result(problem, index, run.header)  # name, time, output: from here, never from a process
         if run.header.status != Outcome.OK:
             return judge_test(problem, expected, index, run)  # nothing returned: no value to judge
         try:
             answer = self._call("test", problem, (index, expected.body(index), run.body))
         except JudgeLimit as exc:
             self.limits_hit += 1
-            message = f"judging what this test returned took {exc}"
-            return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
-        judged = _judged(answer)
-        if judged is None:
-            message = "what this test returned could not be judged"
-            return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
-        return result.model_copy(update=judged) if judged else result
+            return _limited(problem, index, run, exc)
+        return _result(problem, index, run, answer)
+
+    def tests(self, problem: ProblemSpec, expected: Expected, runs: Sequence[tuple[int, TestRun]]) -> list[TestResult]:
+        """Tests that landed together, judged in one request (up to BATCH at a time). Should the request end
+        its process or fail, each is judged again alone: only a test whose value is too much is charged."""
+        returned = [(index, run) for index, run in runs if run.header.status == Outcome.OK]
+        answers: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(returned) if len(returned) > 1 else 0, BATCH):
+            chunk = returned[start : start + BATCH]
+            items = [(index, expected.body(index), run.body) for index, run in chunk]
+            try:
+                found = self._call("tests", problem, (items,), scale=len(chunk)).get("results")
+            except JudgeLimit:
+                found = None
+            if isinstance(found, list) and len(found) == len(chunk) and all(type(one) is dict for one in found):
+                answers.update((index, one) for (index, _), one in zip(chunk, found, strict=True))
+        alone = self.test
+        return [
+            _result(problem, index, run, answers[index]) if index in answers else alone(problem, expected, index, run)
+            for index, run in runs
+        ]
 
     def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]:
         """A benchmark call's value judged in a judge process: {} or its message and details."""
@@ -236,13 +251,15 @@ class IsolatedJudge:
                 self._specs.popitem(last=False)
         return digest, blob
 
-    def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...]) -> dict[str, Any]:
+    def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...], scale: int = 1) -> dict[str, Any]:
+        """One request's answer; `scale`: how many requests' work it carries (its time bound grows with it)."""
         digest, blob = self._spec(problem)
+        timeout_s = self.timeout_s * scale
         with self._process() as process:
             sent = blob if digest not in process.specs else None
-            answer = process.ask(judge_wire.encode((op, digest, sent, args)), self.timeout_s)
+            answer = process.ask(judge_wire.encode((op, digest, sent, args)), timeout_s)
             if answer.get("need_spec"):
-                answer = process.ask(judge_wire.encode((op, digest, blob, args)), self.timeout_s)
+                answer = process.ask(judge_wire.encode((op, digest, blob, args)), timeout_s)
             process.specs.add(digest)
         if "error" in answer:
             log.warning("a judge process failed on %s: %.100s", op, answer["error"])
@@ -313,6 +330,22 @@ class IsolatedJudge:
     def status(self) -> dict[str, int]:
         with self._cond:
             return {"size": self.size, "started": self._count, "idle": len(self._idle), "limits_hit": self.limits_hit}
+
+
+def _result(problem: ProblemSpec, index: int, run: TestRun, answer: dict[str, Any]) -> TestResult:
+    """A returned value's result from a judge process's answer (read as hostile)."""
+    result = base_result(problem, index, run.header)  # name, time, output: from here, never from a process
+    judged = _judged(answer)
+    if judged is None:
+        message = "what this test returned could not be judged"
+        return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
+    return result.model_copy(update=judged) if judged else result
+
+
+def _limited(problem: ProblemSpec, index: int, run: TestRun, exc: JudgeLimit) -> TestResult:
+    result = base_result(problem, index, run.header)
+    message = f"judging what this test returned took {exc}"
+    return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
 
 
 def _bodies(expected: Expected, count: int) -> Iterator[bytes | None]:

@@ -11,7 +11,8 @@ answers the service reads as hostile:
 JSON of a bounded size and nesting, validated against the fields it expects. It never imports torch.
 
 Requests, one at a time: (op, spec digest, encoded JudgeSpec or None, arguments). Answers: for "test" and
-"call" (a benchmark call's value), {} (passed) or a status, message and details; {"pitfall": n} for "hint";
+"call" (a benchmark call's value), {} (passed) or a status, message and details; for "tests" (the tests
+that landed together), {"results": [one such answer per test]}; {"pitfall": n} for "hint";
 {"described": [...]} for "describe"; {"need_spec": true} when it no longer holds the problem's spec;
 {"limit": "memory"} when a request ran out of memory; {"error": type} for anything else that failed.
 """
@@ -44,6 +45,7 @@ from grader.grading.verdict import TestStatus  # noqa: E402
 
 SPECS_KEPT = 64
 RETURNED = TestHeader(index=0, status=Outcome.OK, time_ms=0.0)  # the header of a test that returned a value
+CPU_S = [0.0]  # each request's CPU budget (serve's argument)
 
 
 # -- the limits ---------------------------------------------------------------------------------------------
@@ -84,6 +86,16 @@ def _test(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
     return {"status": result.status.value, "message": cap(result.message, MAX_MESSAGE), "details": details}
 
 
+def _tests(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
+    """Tests that landed together, each judged as by "test", each under the CPU budget of one request."""
+    (items,) = args
+    results = []
+    for item in items:
+        cpu_budget(CPU_S[0])
+        results.append(_test(spec, tuple(item)))
+    return {"results": results}
+
+
 def _hint(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
     reference, pitfalls, frames, tests = args
     run = ModuleRun(load=LoadHeader(status=Outcome.OK), tests={i: TestRun(h, b) for i, (h, b) in frames.items()})
@@ -111,6 +123,7 @@ def _call(spec: JudgeSpec, args: tuple[Any, ...]) -> dict[str, Any]:
 
 OPS = {
     "test": _test,
+    "tests": _tests,
     "call": _call,
     "hint": _hint,
     "describe": lambda spec, args: {"described": describe_bodies(args[0])},
@@ -144,6 +157,7 @@ def _jsonable(value: Any) -> Any:
 
 def serve(requests: Connection, answers: Connection, cpu_s: float) -> None:
     specs: OrderedDict[bytes, JudgeSpec] = OrderedDict()
+    CPU_S[0] = cpu_s
     while True:
         try:
             raw = requests.recv_bytes()

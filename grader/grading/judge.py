@@ -99,6 +99,10 @@ class Judge(Protocol):
 
     def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult: ...
 
+    def tests(self, problem: ProblemSpec, expected: Expected, runs: Sequence[tuple[int, TestRun]]) -> list[TestResult]:
+        """Tests that landed together, each judged as by test(), in the order given."""
+        ...
+
     def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def hint(self, problem: ProblemSpec, expected: Expected, run: ModuleRun, tests: list[TestResult]) -> str | None: ...
@@ -111,6 +115,9 @@ class LocalJudge:
 
     def test(self, problem: ProblemSpec, expected: Expected, index: int, run: TestRun) -> TestResult:
         return judge_test(problem, expected, index, run)
+
+    def tests(self, problem: ProblemSpec, expected: Expected, runs: Sequence[tuple[int, TestRun]]) -> list[TestResult]:
+        return [judge_test(problem, expected, index, run) for index, run in runs]
 
     def call(self, expected_body: bytes | None, body: bytes, check: Mapping[str, Any]) -> dict[str, Any]:
         return judge_call(expected_body, body, check)
@@ -151,9 +158,8 @@ def judge_module(
     if run.load.status != Outcome.OK:
         return _load_failure(problem, run.load)
     judged = dict(results or {})
-    for index, test_run in run.tests.items():
-        if index not in judged:
-            judged[index] = judge.test(problem, expected, index, test_run)
+    left = [(index, test_run) for index, test_run in run.tests.items() if index not in judged]
+    judged.update((result.index, result) for result in judge.tests(problem, expected, left))
     tests = [judged[i] for i in sorted(judged)]
     status, score = overall(tests)
     verdict = Verdict(status=status, score=score, tests=tests)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import errno
 import linecache
+import marshal
 import math
 import os
 import random
@@ -25,6 +26,7 @@ import torch.nn.functional as F
 from . import confine, protocol, torchstate, values
 from .messages import ChildJob, Report, TestCommand
 from .protocol import Outcome
+from .testcode import compile_test, test_filename
 
 SUBMISSION_FILE = "submission.py"
 HELPERS_FILE = "<helpers>"
@@ -168,21 +170,6 @@ def load_submission(source: str, entry_point_names: tuple[str, ...] | list[str])
     return entry_points, None
 
 
-def _compile_test(code: str, filename: str) -> types.CodeType:
-    """The test's code as the body of a function `__test__`, its line numbers those of the test's own code
-    (the wrapper's `def` line is line 0): every code object in it moved up one line."""
-    body = "".join("    " + line + "\n" for line in code.splitlines()) or "    pass\n"
-    module = compile("def __test__():\n" + body, filename, "exec", dont_inherit=True)
-    return module.replace(co_consts=tuple(_moved_up(const) for const in module.co_consts))
-
-
-def _moved_up(const: object) -> object:
-    if not isinstance(const, types.CodeType):
-        return const
-    inner = tuple(_moved_up(item) for item in const.co_consts)
-    return const.replace(co_firstlineno=const.co_firstlineno - 1, co_consts=inner)
-
-
 def run_test(
     index: int,
     seed: int,
@@ -191,20 +178,21 @@ def run_test(
     max_result: int,
     helpers: str = "",
     settings: dict | None = None,
+    compiled: types.CodeType | None = None,
 ) -> tuple[Report, bytes]:
-    """Runs one test's code; once it is done, nothing of the test is left for the submission to read:
-    no source lines in linecache, no namespace holding the test function (emptied, so that a reference
-    the submission kept to it finds nothing), no syntax tree. `settings`: torch's process-wide settings as
-    the judge has them (torchstate.py), put back before the test (what the submission's import or an earlier
-    test set is gone) and after it."""
-    filename = f"<test {index + 1}>"
+    """Runs one test's code (`compiled`: as the runner compiled it, testcode.py); once it is done, nothing of
+    the test is left for the submission to read: no source lines in linecache, no namespace holding the test
+    function (emptied, so that a reference the submission kept to it finds nothing), no syntax tree.
+    `settings`: torch's process-wide settings as the judge has them (torchstate.py), put back before the test
+    (what the submission's import or an earlier test set is gone) and after it."""
+    filename = test_filename(index)
     namespace = _test_globals(entry_points)
     try:
         # The lines as compiled (indented into __test__): a traceback's carets are placed by the compiled
         # columns, and its lines are shown stripped, so the test's own lines show as written.
         lines = ["    " + line for line in code.splitlines(True)]
         linecache.cache[filename] = (len(code), None, lines, filename)
-        exec(_compile_test(code, filename), namespace)
+        exec(compiled if compiled is not None else compile_test(code, filename), namespace)
         # The CPU generator, which is all there is here (torch.manual_seed would also queue a seeding of
         # every accelerator backend, on every test: docs/BENCHMARKS.md, "Costs behind the code").
         torch.default_generator.manual_seed(seed)
@@ -215,7 +203,7 @@ def run_test(
                 torchstate.restore(settings)
             if helpers:  # the problem's shared code, in the test's namespace, after the seeds (it may draw)
                 linecache.cache[HELPERS_FILE] = (len(helpers), None, helpers.splitlines(True), HELPERS_FILE)
-                exec(compile(helpers, HELPERS_FILE, "exec", dont_inherit=True), namespace)
+                exec(_helpers_code(helpers), namespace)
             with torch.inference_mode(False):  # a submission may have entered inference mode and stayed there
                 result = namespace["__test__"]()
         except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
@@ -229,6 +217,18 @@ def run_test(
     if left:  # what the test's code (or the module it called) left changed: the problem check names it
         outcome.settings_changed = left
     return outcome, value
+
+
+_helpers_compiled: dict[str, types.CodeType] = {}
+
+
+def _helpers_code(helpers: str) -> types.CodeType:
+    """The problem's helpers compiled once per child (every test of its job runs the same)."""
+    code = _helpers_compiled.get(helpers)
+    if code is None:
+        _helpers_compiled.clear()
+        code = _helpers_compiled[helpers] = compile(helpers, HELPERS_FILE, "exec", dont_inherit=True)
+    return code
 
 
 def _restore_quietly(settings: dict) -> list[str]:
@@ -312,11 +312,16 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         try:
             kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
             command = TestCommand.parse(header)
-            code = body.decode()
-        except (EOFError, protocol.FrameError, OSError, ValueError):
+            code = body[: command.code_bytes].decode()
+            compiled = marshal.loads(body[command.code_bytes :]) if len(body) > command.code_bytes else None
+        except (EOFError, protocol.FrameError, OSError, ValueError, TypeError):
+            os._exit(0)
+        if compiled is not None and type(compiled) is not types.CodeType:
             os._exit(0)
         del body
-        report, value = run_test(command.index, command.seed, code, entry_points, max_result, helpers, settings)
-        del code
+        report, value = run_test(
+            command.index, command.seed, code, entry_points, max_result, helpers, settings, compiled
+        )
+        del code, compiled
         report.index = command.index
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)

@@ -21,9 +21,10 @@ import torch
 
 from . import protocol, values
 from .bench_job import Bench, CallCommand
-from .execute import _compile_test, _encode_result, _failure, _send, _test_globals, load_submission
+from .execute import _encode_result, _failure, _send, _test_globals, load_submission
 from .messages import ChildJob, Report
 from .protocol import Outcome
+from .testcode import compile_test
 
 INPUTS_FILE = "<inputs>"
 HELPERS_FILE = "<helpers>"
@@ -83,7 +84,7 @@ def inputs_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     bench = job.bench
     assert isinstance(bench, Bench)
     linecache.cache[INPUTS_FILE] = (len(bench.inputs), None, bench.inputs.splitlines(True), INPUTS_FILE)
-    code = _compile_test(bench.inputs, INPUTS_FILE)
+    code = compile_test(bench.inputs, INPUTS_FILE)
     _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
     for command, _ in _commands(cmd_r, bench, 0):
         try:

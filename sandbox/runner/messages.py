@@ -15,6 +15,7 @@ from typing import Any
 from .protocol import (
     MAX_ENTRY_POINTS,
     MAX_ERROR_TYPE,
+    MAX_JOB_BYTES,
     MAX_JOB_DEPTH,
     MAX_LIMIT_MEMORY_MB,
     MAX_LINE,
@@ -205,20 +206,24 @@ class ChildJob:
 
 @dataclass(frozen=True)
 class TestCommand:
-    """The runner's command to a child to run one test; the test's code is the frame's body."""
+    """The runner's command to a child to run one test. The frame's body is the test's code (its first
+    `code_bytes` bytes, UTF-8), then that code as the runner compiled it (marshal; none where it did not
+    compile there: the child compiles it, and reports why it fails)."""
 
     index: int
     seed: int
+    code_bytes: int = 0
 
     def header(self) -> dict:
-        return {"index": self.index, "seed": self.seed}
+        return {"index": self.index, "seed": self.seed, "code_bytes": self.code_bytes}
 
     @classmethod
     def parse(cls, header: dict) -> TestCommand:
-        index, seed = header.get("index"), header.get("seed")
+        index, seed, code_bytes = header.get("index"), header.get("seed"), header.get("code_bytes")
         _number(index, 0, MAX_TESTS - 1, "index", integer=True)
         _number(seed, 0, MAX_SEED, "seed", integer=True)
-        return cls(index, seed)  # type: ignore[arg-type]
+        _number(code_bytes, 0, MAX_JOB_BYTES, "code_bytes", integer=True)
+        return cls(index, seed, code_bytes)  # type: ignore[arg-type]
 
 
 # -- reports (a child's, and the runner's own, inside the container) -------------------------------------

@@ -23,6 +23,7 @@ from .child import Child
 from .messages import Job, Report, TestCommand
 from .outcomes import memory_outcome
 from .protocol import Outcome
+from .testcode import TestCodes
 
 PR_SET_DUMPABLE = 4
 # A test's result is held back while the next test runs for at most this long (or until this much is held).
@@ -67,6 +68,7 @@ class Runner:
         self.spare: Child | None = None
         self.held = bytearray()  # frames not yet written (emit's hold)
         self.reload_left = 0.0  # seconds the current job's fresh children may still take to load (run_job)
+        self.test_codes = TestCodes()
 
     def emit(self, kind: bytes, header: dict, body: bytes = b"", hold: bool = False) -> None:
         """Writes a frame, after any held ones. hold=True keeps it back for a moment (a test's result, while
@@ -155,8 +157,10 @@ class Runner:
             proc.graced = False  # the memory's grace, once per test
             phase = f"test {index + 1}"
             deadline = started + test.limits.time_s
-            command = TestCommand(index, test.seed).header()
-            if not proc.send(protocol.CHILD_TEST, command, test.code.encode(), deadline, self.flush):
+            code = test.code.encode()
+            command = TestCommand(index, test.seed, len(code)).header()
+            body = code + self.test_codes.get(test.code, index)  # compiled once per container (testcode.py)
+            if not proc.send(protocol.CHILD_TEST, command, body, deadline, self.flush):
                 report, body = proc.unsent_outcome(oom_before, phase), b""
             else:
                 output_limit = test.limits.output_kb * 1024

@@ -73,7 +73,7 @@ def _bench():
         if "command" in local and "bench" in local and hasattr(_eb, "build_call"):
             bench = local["bench"]
             if not _code:
-                _code.append(_eb._compile_test(bench.inputs, _eb.INPUTS_FILE))
+                _code.append(_eb.compile_test(bench.inputs, _eb.INPUTS_FILE))
 
             def made(size, call):
                 built = _eb.build_call(bench, _code[0], size, call)

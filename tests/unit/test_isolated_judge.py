@@ -94,6 +94,43 @@ def test_a_value_judged_in_a_process_gets_the_result_it_gets_here(judge: Isolate
     assert judge.test(problem, expected, 0, returned(0, right)).time_ms == 1.5
 
 
+def test_tests_that_landed_together_get_in_one_request_what_each_gets_alone(judge: IsolatedJudge) -> None:
+    problem = Problem([Case("scaled lookup", check=expect("out", "weight[tokens] * 2")), Case("plain"), Case("c")])
+    right = body(weight=WEIGHT, tokens=TOKENS, out=WEIGHT[TOKENS] * 2)
+    wrong = body(weight=WEIGHT, tokens=TOKENS, out=WEIGHT[TOKENS] * 3)
+    expected = Expected([right, body(x=np.arange(4.0)), body(x=np.arange(2.0))], [])
+    crashed = TestRun(TestHeader(index=2, status=Outcome.ERROR, time_ms=2.0, message="boom"))
+    for runs in (
+        [(0, returned(0, right)), (1, returned(1, body(x=np.arange(4.0)))), (2, crashed)],
+        [(0, returned(0, wrong)), (1, returned(1, body(x=np.arange(5.0)))), (2, returned(2, body(x=np.arange(2.0))))],
+    ):
+        together = judge.tests(problem, expected, runs)
+        assert together == [LOCAL.test(problem, expected, index, run) for index, run in runs]
+        assert [result.index for result in together] == [index for index, _ in runs]
+    statuses = [r.status for r in judge.tests(problem, expected, [(0, returned(0, wrong)), (2, crashed)])]
+    assert statuses == [TestStatus.FAILED, TestStatus.ERROR]
+
+
+def test_a_value_too_much_to_judge_among_others_is_its_own_tests_error_only() -> None:
+    """One request judges the tests that landed together; when one of them ends the process, each is judged
+    again alone, so only that test is charged and the others get their own results."""
+    judge = IsolatedJudge(memory_mb=64, cpu_s=5, size=1)
+    try:
+        big = np.zeros(6_000_000, dtype=np.float32)  # float64 copies of both sides: more than 64 MB
+        got = big.copy()
+        got[-1] = 1.0
+        problem = Problem([Case("small"), Case("large"), Case("small too")])
+        small = body(x=np.arange(3.0))
+        expected = Expected([small, body(x=big), small], [])
+        runs = [(0, returned(0, small)), (1, returned(1, body(x=got))), (2, returned(2, body(x=np.arange(4.0))))]
+        results = judge.tests(problem, expected, runs)
+        assert [result.status for result in results] == [TestStatus.PASSED, TestStatus.ERROR, TestStatus.FAILED]
+        assert "64 MB of memory" in (results[1].message or "")
+        assert judge.status()["limits_hit"] == 1
+    finally:
+        judge.close()
+
+
 def test_a_value_whose_expression_outgrows_the_process_is_that_tests_error() -> None:
     """The issue's blow-up: `weight[tokens]` on 400 KB of returned data. Past the guards (a 9.6 million-element
     lookup, under their 10 million) the process's own memory stops it (64 MB here: the lookup alone is 38 MB,

@@ -60,7 +60,7 @@ class ScriptedSandbox:
         self.removed = False
         self.name = "scripted"
 
-    def run_job(self, job: Any, deadline: float, on_test: Callable[..., None] | None = None) -> JobOutcome:
+    def run_job(self, job: Any, deadline: float, on_tests: Callable[..., None] | None = None) -> JobOutcome:
         source = job.source
         number = self.calls.get(source, 0)
         self.calls[source] = number + 1
@@ -74,17 +74,15 @@ class ScriptedSandbox:
                 tests.append((value.model_copy(update={"index": index}), b""))
                 continue
             if isinstance(value, SandboxLost):
-                if on_test is not None:
-                    for header, body in tests:
-                        on_test(header, body)
+                if on_tests is not None and tests:
+                    on_tests(tests)
                 value.during_test = index
                 raise value
             arrays: list[np.ndarray] = []
             manifest = _encode(value, arrays)
             tests.append((RunnerTestHeader(index=index, status="ok", time_ms=3.0), self.make_body(manifest, *arrays)))
-        if on_test is not None:
-            for header, body in tests:
-                on_test(header, body)
+        if on_tests is not None and tests:
+            on_tests(tests)
         return JobOutcome(load=LoadHeader(status="ok"), tests=tests)
 
     def remove(self) -> None:

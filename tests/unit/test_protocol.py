@@ -130,7 +130,16 @@ def test_a_child_gets_the_memory_of_the_tests_it_runs() -> None:
 
 
 @pytest.mark.parametrize(
-    "header", [{}, {"index": -1, "seed": 0}, {"index": 0, "seed": 2**64}, {"index": "0", "seed": 0}]
+    "header",
+    [
+        {},
+        {"index": -1, "seed": 0, "code_bytes": 0},
+        {"index": 0, "seed": 2**64, "code_bytes": 0},
+        {"index": "0", "seed": 0, "code_bytes": 0},
+        {"index": 0, "seed": 0},
+        {"index": 0, "seed": 0, "code_bytes": -1},
+        {"index": 0, "seed": 0, "code_bytes": 1.5},
+    ],
 )
 def test_a_malformed_test_command_is_refused(header: dict) -> None:
     with pytest.raises(FrameError):
