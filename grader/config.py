@@ -227,6 +227,14 @@ class Settings(BaseSettings):
     # listed is refused at load, saying so (grader/problems/speed.py).
     devices: str = Field("cpu", pattern=r"^(cpu|cuda)(,(cpu|cuda))*$")
 
+    def _size_pool_for_the_runtime(self) -> None:
+        """Under gVisor a container's next child (its fork, and every page it first touches, each a trap into the
+        runtime) takes longer to prepare than a submission takes to run: with only as many containers as cores,
+        the next submission would wait for one (docs/BENCHMARKS.md, "gVisor"). Unless GRADER_POOL_SIZE is set."""
+        gvisor = "runsc" in self.sandbox_runtime or "gvisor" in self.sandbox_runtime
+        if gvisor and "pool_size" not in self.model_fields_set:
+            self.pool_size = min(64, 2 * self.pool_size)
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.webhook_secret and len(self.webhook_secret) < 16:
@@ -258,6 +266,7 @@ class Settings(BaseSettings):
             )
         if self.public_url.strip() and self.public_origin is None:
             raise ValueError("GRADER_PUBLIC_URL must be an http:// or https:// URL with a host (or empty)")
+        self._size_pool_for_the_runtime()
         for entry in self.cors_origins.split(","):
             if entry.strip() and parse_origin(entry) is None:
                 raise ValueError(

@@ -90,6 +90,9 @@ class Child:
         self.peak_at_kill: int | None = None
         self.last_kind = b""  # the kind of the frame await_frame returned last
         self.queued: list[tuple[bytes, dict, bytes]] = []  # frames read with an earlier one, not yet taken
+        # Made once for the child's life (each wait for a frame reuses it): a selector per wait cost four system
+        # calls more per test, each a trap into the runtime under gVisor.
+        self._selector: selectors.BaseSelector | None = None
 
     def _memory_grace(self, peak: int | None) -> bool:
         if self.graced or peak is None or not self.memory_mb:
@@ -210,6 +213,9 @@ class Child:
         elif self.exit_status is None:
             cleanup.kill_others()
             self.forker.abandon(self.pid)
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
         for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)
@@ -302,41 +308,40 @@ class Child:
         writes what it held). `self.last_kind`: the kind of the frame returned."""
         if self.queued:  # a frame that came with the one before it
             return self._take(self.queued.pop(0), expected_kind, phase)
-        selector = selectors.DefaultSelector()
-        selector.register(self.res_r, selectors.EVENT_READ, "res")
-        if self.out_open:
-            selector.register(self.out_r, selectors.EVENT_READ, "out")
+        selector = self._selector
+        if selector is None:
+            selector = self._selector = selectors.DefaultSelector()
+            selector.register(self.res_r, selectors.EVENT_READ, "res")
+            if self.out_open:
+                selector.register(self.out_r, selectors.EVENT_READ, "out")
         next_census = time.monotonic() + TASK_POLL_S
         idle_at, on_idle = (time.monotonic() + idle[0], idle[1]) if idle is not None else (math.inf, None)
-        try:
-            while True:
-                now = time.monotonic()
-                remaining = deadline - now
-                if remaining <= 0:
-                    peak = self.peak_mb()  # before it is gone: was it filling its memory?
-                    if self._memory_grace(peak):
-                        deadline = now + MEMORY_GRACE_S
-                        continue
-                    self.peak_at_timeout = peak
+        while True:
+            now = time.monotonic()
+            remaining = deadline - now
+            if remaining <= 0:
+                peak = self.peak_mb()  # before it is gone: was it filling its memory?
+                if self._memory_grace(peak):
+                    deadline = now + MEMORY_GRACE_S
+                    continue
+                self.peak_at_timeout = peak
+                self.kill()
+                return Report(Outcome.TIMEOUT, message=f"time limit exceeded during {phase}"), b""
+            if now >= next_census:
+                next_census = now + TASK_POLL_S
+                if not self.peak_reset:
+                    self._sample_memory()
+                if cleanup.submission_tasks() > MAX_TASKS:
                     self.kill()
-                    return Report(Outcome.TIMEOUT, message=f"time limit exceeded during {phase}"), b""
-                if now >= next_census:
-                    next_census = now + TASK_POLL_S
-                    if not self.peak_reset:
-                        self._sample_memory()
-                    if cleanup.submission_tasks() > MAX_TASKS:
-                        self.kill()
-                        message = f"more than {MAX_TASKS} processes and threads at once during {phase}"
-                        return error(message, "Resources"), b""
-                if on_idle is not None and now >= idle_at:
-                    call, on_idle, idle_at = on_idle, None, math.inf
-                    call()
-                for key, _ in selector.select(max(0.0, min(remaining, TASK_POLL_S, idle_at - now))):
-                    outcome = self._readable(key, selector, expected_kind, deadline, output_limit, oom_before, phase)
-                    if outcome is not None:
-                        return outcome
-        finally:
-            selector.close()
+                    message = f"more than {MAX_TASKS} processes and threads at once during {phase}"
+                    return error(message, "Resources"), b""
+            if on_idle is not None and now >= idle_at:
+                call, on_idle, idle_at = on_idle, None, math.inf
+                call()
+            for key, _ in selector.select(max(0.0, min(remaining, TASK_POLL_S, idle_at - now))):
+                outcome = self._readable(key, selector, expected_kind, deadline, output_limit, oom_before, phase)
+                if outcome is not None:
+                    return outcome
 
     def _readable(
         self,
@@ -357,7 +362,8 @@ class Child:
         if key.data == "out":
             if not data:
                 self.out_open = False
-                selector.unregister(self.out_r)
+                if self.out_r in selector.get_map():
+                    selector.unregister(self.out_r)
                 return None
             self._printed(data)
             if self.output_bytes > output_limit:

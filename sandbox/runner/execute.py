@@ -281,6 +281,9 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         warm_up()
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    # The judge's own settings, put back before and after every test: read before the job comes (nothing but
+    # the confinement runs in between), so that reading them is not on the job's path.
+    settings = torchstate.snapshot()
     _send(
         res_w, protocol.CHILD_READY, Report(Outcome.OK).header()
     )  # the runner hands its container back once it has this
@@ -299,7 +302,6 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         from .execute_bench import bench_main  # a benchmark's child (it builds on this module)
 
         bench_main(cmd_r, res_w, job)
-    settings = torchstate.snapshot()  # the judge's own: put back before and after every test
     entry_points, failure = load_submission(job.source, job.entry_points)
     helpers, max_result = job.helpers, job.max_result_bytes
     del job

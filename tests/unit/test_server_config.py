@@ -68,3 +68,16 @@ def test_grader_serve_runs_the_server_build_server_makes(monkeypatch: pytest.Mon
     [server] = built
     assert server.config.port == 8124
     assert issubclass(server.config.http, BoundedH11Protocol)
+
+
+def test_under_gvisor_the_pool_holds_twice_as_many_warm_containers_unless_it_is_set(monkeypatch) -> None:
+    monkeypatch.delenv("GRADER_POOL_SIZE", raising=False)
+    monkeypatch.delenv("GRADER_SANDBOX_RUNTIME", raising=False)
+    cores = Settings().pool_size
+    assert Settings(sandbox_runtime="runsc").pool_size == min(64, 2 * cores)
+    assert Settings(sandbox_runtime="runsc", pool_size=3).pool_size == 3
+    monkeypatch.setenv("GRADER_SANDBOX_RUNTIME", "runsc")
+    monkeypatch.setenv("GRADER_POOL_SIZE", "1")
+    assert Settings().pool_size == 1
+    monkeypatch.delenv("GRADER_POOL_SIZE")
+    assert Settings().pool_size == min(64, 2 * cores)
