@@ -22,6 +22,9 @@ from .messages import Report, error
 from .protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, Outcome
 
 READ_CHUNK = 1 << 16
+STATUS_BYTES = 8192  # /proc/<pid>/status is some 1.5 KB
+# Whether this kernel has clear_refs at all (gVisor's has not): looked up once, on the runner's own /proc.
+HAS_CLEAR_REFS: list[bool] = []
 FORK_RETRIES = 50
 # Processes and threads a submission may have at once. Below the container's --pids-limit (which
 # counts the runner and the zygote too), and the only such limit under gVisor, where the host's pids
@@ -93,6 +96,7 @@ class Child:
         # Made once for the child's life (each wait for a frame reuses it): a selector per wait cost four system
         # calls more per test, each a trap into the runtime under gVisor.
         self._selector: selectors.BaseSelector | None = None
+        self._status_fd: int | None = None  # its /proc status, opened once (_memory)
 
     def _memory_grace(self, peak: int | None) -> bool:
         if self.graced or peak is None or not self.memory_mb:
@@ -103,13 +107,16 @@ class Child:
 
     def _memory(self) -> tuple[int | None, int | None]:
         """(VmHWM, VmRSS) in MB, each None where /proc does not show it: gVisor has no VmHWM, and a process
-        that has ended (a zombie) neither."""
+        that has ended (a zombie) neither. Read through a descriptor opened once (it stays this process's
+        file, whatever pid comes next), not opened again for every test."""
         found: dict[str, int] = {}
         try:
-            with open(f"/proc/{self.pid}/status") as status:
-                for line in status:
-                    if line.startswith(("VmHWM:", "VmRSS:")):
-                        found[line[:5]] = int(line.split()[1]) // 1024
+            if self._status_fd is None:
+                self._status_fd = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+            text = os.pread(self._status_fd, STATUS_BYTES, 0)
+            for line in text.splitlines():
+                if line.startswith((b"VmHWM:", b"VmRSS:")):
+                    found[line[:5].decode()] = int(line.split()[1]) // 1024
         except (OSError, ValueError, IndexError):
             return None, None
         return found.get("VmHWM"), found.get("VmRSS")
@@ -127,6 +134,10 @@ class Child:
         (seccomp and Landlock confine the child, not the runner). gVisor has no clear_refs and no VmHWM: there
         the largest VmRSS seen during the test stands for its peak (test_peak_mb)."""
         self.peak_reset, self.rss_seen, self.peak_at_kill = False, None, None
+        if not HAS_CLEAR_REFS:
+            HAS_CLEAR_REFS.append(os.path.exists("/proc/self/clear_refs"))
+        if not HAS_CLEAR_REFS[0]:
+            return
         try:
             with open(f"/proc/{self.pid}/clear_refs", "w") as refs:
                 refs.write("5")
@@ -216,6 +227,9 @@ class Child:
         if self._selector is not None:
             self._selector.close()
             self._selector = None
+        if self._status_fd is not None:
+            os.close(self._status_fd)
+            self._status_fd = None
         for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)
