@@ -178,19 +178,23 @@ class IsolatedJudge:
         return _result(problem, index, run, answer)
 
     def tests(self, problem: ProblemSpec, expected: Expected, runs: Sequence[tuple[int, TestRun]]) -> list[TestResult]:
-        """Tests that landed together, judged in one request (up to BATCH at a time). Should the request end
-        its process or fail, each is judged again alone: only a test whose value is too much is charged."""
+        """Tests that landed together, judged in as few requests as one request's CPU budget allows (the judge
+        process judges the first ones of up to BATCH, and says which). A request that fails (its process ended,
+        an answer that is not one) has its tests judged again alone: only a value too much to judge is charged,
+        to its own test."""
         returned = [(index, run) for index, run in runs if run.header.status == Outcome.OK]
         answers: dict[int, dict[str, Any]] = {}
-        for start in range(0, len(returned) if len(returned) > 1 else 0, BATCH):
-            chunk = returned[start : start + BATCH]
+        while len(returned) > 1:
+            chunk, returned = returned[:BATCH], returned[BATCH:]
             items = [(index, expected.body(index), run.body) for index, run in chunk]
             try:
-                found = self._call("tests", problem, (items,), scale=len(chunk)).get("results")
+                found = self._call("tests", problem, (items,)).get("results")
             except JudgeLimit:
                 found = None
-            if isinstance(found, list) and len(found) == len(chunk) and all(type(one) is dict for one in found):
-                answers.update((index, one) for (index, _), one in zip(chunk, found, strict=True))
+            if not _some_answers(found, len(chunk)):
+                continue  # each of the chunk judged alone (below)
+            answers.update((index, one) for (index, _), one in zip(chunk, found, strict=False))
+            returned = chunk[len(found) :] + returned  # those the process did not get to: the next request
         alone = self.test
         return [
             _result(problem, index, run, answers[index]) if index in answers else alone(problem, expected, index, run)
@@ -251,10 +255,9 @@ class IsolatedJudge:
                 self._specs.popitem(last=False)
         return digest, blob
 
-    def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...], scale: int = 1) -> dict[str, Any]:
-        """One request's answer; `scale`: how many requests' work it carries (its time bound grows with it)."""
+    def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...]) -> dict[str, Any]:
         digest, blob = self._spec(problem)
-        timeout_s = self.timeout_s * scale
+        timeout_s = self.timeout_s
         with self._process() as process:
             sent = blob if digest not in process.specs else None
             answer = process.ask(judge_wire.encode((op, digest, sent, args)), timeout_s)
@@ -340,6 +343,11 @@ def _result(problem: ProblemSpec, index: int, run: TestRun, answer: dict[str, An
         message = "what this test returned could not be judged"
         return result.model_copy(update={"status": TestStatus.ERROR, "message": message})
     return result.model_copy(update=judged) if judged else result
+
+
+def _some_answers(found: object, asked: int) -> bool:
+    """A "tests" request's results: a list of one answer each for the first of the tests asked, at least one."""
+    return isinstance(found, list) and 0 < len(found) <= asked and all(type(one) is dict for one in found)
 
 
 def _limited(problem: ProblemSpec, index: int, run: TestRun, exc: JudgeLimit) -> TestResult:
