@@ -27,6 +27,8 @@ test-security: setup-test
 test-web: setup-test
 	.venv/bin/pytest tests/web
 
+# What the judge costs on top of the tests, against the limit measured in the same run (docs/BENCHMARKS.md):
+# runc and gVisor, local and Celery mode, so it sets up what the tests set up (runsc, PostgreSQL, Redis).
 bench: setup-test
 	.venv/bin/python bench/bench.py
 
