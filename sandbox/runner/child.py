@@ -19,12 +19,10 @@ from collections.abc import Callable
 
 from . import cleanup, protocol, zygote
 from .messages import Report, error
+from .peak import MEMORY_GRACE_S, PeakMemory
 from .protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, Outcome
 
 READ_CHUNK = 1 << 16
-STATUS_BYTES = 8192  # /proc/<pid>/status is some 1.5 KB
-# Whether this kernel has clear_refs at all (gVisor's has not): looked up once, on the runner's own /proc.
-HAS_CLEAR_REFS: list[bool] = []
 FORK_RETRIES = 50
 # Processes and threads a submission may have at once. Below the container's --pids-limit (which
 # counts the runner and the zygote too), and the only such limit under gVisor, where the host's pids
@@ -35,11 +33,6 @@ TASK_POLL_S = 0.05
 EXIT_REPORT_GRACE_S = 2.0
 # What a child may print before its READY (its warm-up is the judge's code: normally nothing).
 READY_OUTPUT_LIMIT = 1 << 20
-# A test whose time runs out while it holds between these shares of its memory limit is given this much
-# longer, once: a memory bomb on a loaded machine reaches its limit (and its MemoryError, or
-# the edge that outcomes.memory_outcome reads) within it, so that it is never a timeout the memory caused.
-MEMORY_GRACE_S = 1.0
-MEMORY_GRACE_BAND = (0.4, 0.85)
 
 
 def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
@@ -62,7 +55,7 @@ ALLOWED = {
 }
 
 
-class Child:
+class Child(PeakMemory):
     def __init__(self, forker: zygote.ZygoteClient) -> None:
         self.forker = forker
         cmd_r, self.cmd_w = os.pipe2(os.O_CLOEXEC)
@@ -97,71 +90,6 @@ class Child:
         # calls more per test, each a trap into the runtime under gVisor.
         self._selector: selectors.BaseSelector | None = None
         self._status_fd: int | None = None  # its /proc status, opened once (_memory)
-
-    def _memory_grace(self, peak: int | None) -> bool:
-        if self.graced or peak is None or not self.memory_mb:
-            return False
-        low, high = MEMORY_GRACE_BAND
-        self.graced = low * self.memory_mb <= peak < high * self.memory_mb
-        return self.graced
-
-    def _memory(self) -> tuple[int | None, int | None]:
-        """(VmHWM, VmRSS) in MB, each None where /proc does not show it: gVisor has no VmHWM, and a process
-        that has ended (a zombie) neither. Read through a descriptor opened once (it stays this process's
-        file, whatever pid comes next), not opened again for every test."""
-        found: dict[str, int] = {}
-        try:
-            if self._status_fd is None:
-                self._status_fd = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
-            text = os.pread(self._status_fd, STATUS_BYTES, 0)
-            for line in text.splitlines():
-                if line.startswith((b"VmHWM:", b"VmRSS:")):
-                    found[line[:5].decode()] = int(line.split()[1]) // 1024
-        except (OSError, ValueError, IndexError):
-            return None, None
-        return found.get("VmHWM"), found.get("VmRSS")
-
-    def peak_mb(self) -> int | None:
-        """The child's peak resident memory in MB (VmHWM since the test began; gVisor has only VmRSS, what it
-        holds now), while it lives; None when it cannot be read."""
-        found = [value for value in self._memory() if value is not None]
-        return max(found) if found else None
-
-    def reset_peak(self) -> None:
-        """Before a test: the kernel's high-water mark (VmHWM) back to what the child holds now, so that the peak
-        read after the test is this test's, not the process's since it started. The child made itself dumpable
-        (confine.py), so its /proc files are owned by its uid, the runner's, who may write its clear_refs
-        (seccomp and Landlock confine the child, not the runner). gVisor has no clear_refs and no VmHWM: there
-        the largest VmRSS seen during the test stands for its peak (test_peak_mb)."""
-        self.peak_reset, self.rss_seen, self.peak_at_kill = False, None, None
-        if not HAS_CLEAR_REFS:
-            HAS_CLEAR_REFS.append(os.path.exists("/proc/self/clear_refs"))
-        if not HAS_CLEAR_REFS[0]:
-            return
-        try:
-            with open(f"/proc/{self.pid}/clear_refs", "w") as refs:
-                refs.write("5")
-            self.peak_reset = True
-        except OSError:
-            pass
-
-    def _sample_memory(self) -> None:
-        """Where there is no high-water mark to reset (gVisor): the largest VmRSS seen during the test."""
-        hwm, rss = self._memory()
-        if hwm is None and rss is not None:
-            self.rss_seen = max(rss, self.rss_seen or 0)
-
-    def test_peak_mb(self) -> int | None:
-        """The current test's peak resident memory in MB, measured here (never what the child says): VmHWM since
-        reset_peak(); under gVisor the largest VmRSS seen (read every TASK_POLL_S and at the end: a lower bound of
-        the peak). None where it cannot be measured honestly: the process ended by itself (a crash, the OOM
-        killer), or its high-water mark could not be reset (it would be the process's peak since it started)."""
-        if self.exit_status is not None:
-            return self.peak_at_kill  # read just before the runner killed it (its time ran out, say)
-        hwm, rss = self._memory()
-        if hwm is not None:
-            return hwm if self.peak_reset else None
-        return None if rss is None else max(rss, self.rss_seen or 0)
 
     def await_ready(self, deadline: float, oom_before: int, phase: str) -> Report | None:
         """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
