@@ -230,7 +230,8 @@ class Settings(BaseSettings):
     def _size_pool_for_the_runtime(self) -> None:
         """Under gVisor a container's next child (its fork, and every page it first touches, each a trap into the
         runtime) takes longer to prepare than a submission takes to run: with only as many containers as cores,
-        the next submission would wait for one (docs/BENCHMARKS.md, "gVisor"). Unless GRADER_POOL_SIZE is set."""
+        the next submission would wait for one (docs/BENCHMARKS.md, "Costs behind the code"). Unless
+        GRADER_POOL_SIZE is set."""
         gvisor = "runsc" in self.sandbox_runtime or "gvisor" in self.sandbox_runtime
         if gvisor and "pool_size" not in self.model_fields_set:
             self.pool_size = min(64, 2 * self.pool_size)

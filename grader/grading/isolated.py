@@ -257,12 +257,11 @@ class IsolatedJudge:
 
     def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...]) -> dict[str, Any]:
         digest, blob = self._spec(problem)
-        timeout_s = self.timeout_s
         with self._process() as process:
             sent = blob if digest not in process.specs else None
-            answer = process.ask(judge_wire.encode((op, digest, sent, args)), timeout_s)
+            answer = process.ask(judge_wire.encode((op, digest, sent, args)), self.timeout_s)
             if answer.get("need_spec"):
-                answer = process.ask(judge_wire.encode((op, digest, blob, args)), timeout_s)
+                answer = process.ask(judge_wire.encode((op, digest, blob, args)), self.timeout_s)
             process.specs.add(digest)
         if "error" in answer:
             log.warning("a judge process failed on %s: %.100s", op, answer["error"])
