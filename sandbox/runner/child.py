@@ -90,6 +90,7 @@ class Child(PeakMemory):
         # calls more per test, each a trap into the runtime under gVisor.
         self._selector: selectors.BaseSelector | None = None
         self._status_fd: int | None = None  # its /proc status, opened once (_memory)
+        self._refs_fd: int | None = None  # its /proc clear_refs, opened once (reset_peak)
 
     def await_ready(self, deadline: float, oom_before: int, phase: str) -> Report | None:
         """Waits for the child's READY (sent once it has prepared its confinement and warmed up); None
@@ -155,9 +156,7 @@ class Child(PeakMemory):
         if self._selector is not None:
             self._selector.close()
             self._selector = None
-        if self._status_fd is not None:
-            os.close(self._status_fd)
-            self._status_fd = None
+        self.close_memory()
         for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)

@@ -14,6 +14,14 @@ MEMORY_GRACE_S = 1.0
 MEMORY_GRACE_BAND = (0.4, 0.85)
 
 
+def _field_mb(text: bytes, key: bytes) -> int | None:
+    """A /proc status field in kB (`key`: the field's name after a newline), in MB; None where it is absent."""
+    at = text.find(key)
+    if at < 0:
+        return None
+    return int(text[at + len(key) : text.find(b"\n", at + 1)].split()[0]) // 1024
+
+
 class PeakMemory:
     """A child's memory as the runner measures it (child.py Child sets these attributes)."""
 
@@ -27,6 +35,7 @@ class PeakMemory:
     rss_seen: int | None
     peak_at_kill: int | None
     _status_fd: int | None  # its /proc status, opened once (_memory)
+    _refs_fd: int | None  # its /proc clear_refs, opened once (reset_peak)
 
     def _memory_grace(self, peak: int | None) -> bool:
         if self.graced or peak is None or not self.memory_mb:
@@ -39,17 +48,13 @@ class PeakMemory:
         """(VmHWM, VmRSS) in MB, each None where /proc does not show it: gVisor has no VmHWM, and a process
         that has ended (a zombie) neither. Read through a descriptor opened once (it stays this process's
         file, whatever pid comes next), not opened again for every test."""
-        found: dict[str, int] = {}
         try:
             if self._status_fd is None:
                 self._status_fd = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
             text = os.pread(self._status_fd, STATUS_BYTES, 0)
-            for line in text.splitlines():
-                if line.startswith((b"VmHWM:", b"VmRSS:")):
-                    found[line[:5].decode()] = int(line.split()[1]) // 1024
+            return _field_mb(text, b"\nVmHWM:"), _field_mb(text, b"\nVmRSS:")
         except (OSError, ValueError, IndexError):
             return None, None
-        return found.get("VmHWM"), found.get("VmRSS")
 
     def peak_mb(self) -> int | None:
         """The child's peak resident memory in MB (VmHWM since the test began; gVisor has only VmRSS, what it
@@ -69,11 +74,22 @@ class PeakMemory:
         if not HAS_CLEAR_REFS[0]:
             return
         try:
-            with open(f"/proc/{self.pid}/clear_refs", "w") as refs:
-                refs.write("5")
-            self.peak_reset = True
+            if self._refs_fd is None:  # opened once: a write on it resets the mark again (one system call a test)
+                self._refs_fd = os.open(f"/proc/{self.pid}/clear_refs", os.O_WRONLY | os.O_CLOEXEC)
+            self.peak_reset = os.write(self._refs_fd, b"5") == 1
         except OSError:
             pass
+
+    def close_memory(self) -> None:
+        """Closes the descriptors of its /proc files (the child is gone, or about to be)."""
+        for name in ("_status_fd", "_refs_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                setattr(self, name, None)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
     def _sample_memory(self) -> None:
         """Where there is no high-water mark to reset (gVisor): the largest VmRSS seen during the test."""

@@ -230,6 +230,14 @@ def encode(kind: bytes, header: dict, body: bytes = b"") -> bytes:
     return PREFIX.pack(MAGIC, kind, len(head), len(body)) + head + body
 
 
+def encode_fitted(kind: bytes, header: dict, body: bytes = b"") -> bytes:
+    """encode() of fit_header(header), the header encoded once where it fits already (nearly always)."""
+    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    if len(head) > MAX_HEADER_BYTES - 1024:
+        return encode(kind, fit_header(header), body)
+    return PREFIX.pack(MAGIC, kind, len(head), len(body)) + head + body
+
+
 # A line the zygote or the runner writes on the container's stderr when it ends the container: the grader
 # shows the last of it when the sandbox is lost. Only the judge's own words, each line bounded.
 MAX_LOG_LINE = 300

@@ -70,7 +70,7 @@ def held_child(child_module: ModuleType, pid: int) -> object:
     proc = object.__new__(child_module.Child)
     proc.pid, proc.exit_status = pid, None
     proc.peak_reset, proc.rss_seen, proc.peak_at_kill = False, None, None
-    proc._status_fd = None
+    proc._status_fd = proc._refs_fd = None
     return proc
 
 
