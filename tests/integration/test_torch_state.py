@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from grader.grading.verdict import Status, Verdict
+from grader.vocabulary import TestStatus
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
 from tests.integration.judging import graded
@@ -123,3 +124,37 @@ def test_a_tidy_problem_gets_no_settings_warning(checker: ProblemChecker) -> Non
     report = checker.check_text(PROBLEM, "tidy.yaml")
     assert report.ok, report.errors
     assert not [w for step in report.steps for w in step.warnings if "torch's" in w]
+
+
+# predict changes the default dtype and breaks the setter that would put it back: every test after it finds
+# the setting wrong and cannot put it back, and says so (each test's settings are put back before it unless
+# the test before it ended with them put back).
+BREAKS_THE_SETTER = """\
+import torch
+
+
+def predict(x):
+    torch.set_default_dtype(torch.float64)
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no setting back")
+
+    torch._C._set_default_dtype = refuse  # what torch.set_default_dtype calls
+    return x * 2
+
+
+def loss(w):
+    return (w * w).sum()
+"""
+
+
+def test_a_test_after_one_that_broke_a_setter_says_so_rather_than_run_with_the_changed_setting(
+    checker: ProblemChecker,
+) -> None:
+    verdict = grade(checker, BREAKS_THE_SETTER)
+    first, *later = verdict.tests
+    # Its own tensor made after the call is float64: its value differs (the setting is put back only after it).
+    assert first.status == TestStatus.FAILED, (first.status, first.message)
+    assert later
+    for test in later:
+        assert test.status == TestStatus.ERROR and "no setting back" in (test.message or ""), (test.status, test.message)
