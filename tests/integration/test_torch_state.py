@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from grader.grading.verdict import Status, Verdict
-from grader.vocabulary import TestStatus
 from grader.problems.check import ProblemChecker
 from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.vocabulary import TestStatus
 from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
@@ -157,4 +157,5 @@ def test_a_test_after_one_that_broke_a_setter_says_so_rather_than_run_with_the_c
     assert first.status == TestStatus.FAILED, (first.status, first.message)
     assert later
     for test in later:
-        assert test.status == TestStatus.ERROR and "no setting back" in (test.message or ""), (test.status, test.message)
+        assert test.status == TestStatus.ERROR, (test.status, test.message)
+        assert "no setting back" in (test.message or ""), test.message
