@@ -183,10 +183,8 @@ def run_test(
     """Runs one test's code (`compiled`: as the runner compiled it, testcode.py); once it is done, nothing of
     the test is left for the submission to read: no source lines in linecache, no namespace holding the test
     function (emptied, so that a reference the submission kept to it finds nothing), no syntax tree.
-    `settings`: torch's process-wide settings as the judge has them (torchstate.py), put back after the test, and
-    before it unless they were put back since the submission's code last ran (the module's import, the test
-    before): what the import or an earlier test set is gone. (A thread of the submission may change them at any
-    moment, between tests as during one: no putting back before a test would stop that.)"""
+    `settings`: torch's process-wide settings as the judge has them (torchstate.py), put back before the test
+    (what the submission's import or an earlier test set is gone) and after it."""
     filename = test_filename(index)
     namespace = _test_globals(entry_points)
     try:
@@ -201,9 +199,8 @@ def run_test(
         random.seed(seed)
         np.random.seed(seed % 2**32)
         try:
-            if settings is not None and not _SETTINGS_PUT_BACK[0]:
-                torchstate.restore(settings)  # raises where the submission broke a setter: this test says so
-            _SETTINGS_PUT_BACK[0] = False
+            if settings is not None:
+                torchstate.restore(settings)
             if helpers:  # the problem's shared code, in the test's namespace, after the seeds (it may draw)
                 linecache.cache[HELPERS_FILE] = (len(helpers), None, helpers.splitlines(True), HELPERS_FILE)
                 exec(_helpers_code(helpers), namespace)
@@ -234,18 +231,11 @@ def _helpers_code(helpers: str) -> types.CodeType:
     return code
 
 
-# Whether torch's settings were put back after the submission's code last ran (a test's end): the next test
-# then need not put them back first (about 12 microseconds a test; docs/BENCHMARKS.md).
-_SETTINGS_PUT_BACK = [False]
-
-
 def _restore_quietly(settings: dict) -> list[str]:
     try:
-        left = torchstate.restore(settings)
+        return torchstate.restore(settings)
     except BaseException:  # noqa: BLE001 - a submission may have broken torch's setters: the next test says so
         return []
-    _SETTINGS_PUT_BACK[0] = True
-    return left
 
 
 def _encode_result(result: object, max_result: int) -> tuple[Report, bytes]:
@@ -291,7 +281,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         warm_up()
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
-    # The judge's own settings, put back after every test (and before the first): read before the job comes (nothing but
+    # The judge's own settings, put back before and after every test: read before the job comes (nothing but
     # the confinement runs in between), so that reading them is not on the job's path.
     settings = torchstate.snapshot()
     _send(

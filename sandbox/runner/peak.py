@@ -14,9 +14,15 @@ MEMORY_GRACE_S = 1.0
 MEMORY_GRACE_BAND = (0.4, 0.85)
 
 
+# Where a status file's fields may start: after its first line, the process's name, which the child sets
+# (prctl PR_SET_NAME, at most 15 bytes). Linux escapes a newline in it; gVisor does not, so that a name such as
+# "\nVmRSS:\t0" would read as a field of its own if the search began inside it.
+FIELDS_FROM = len(b"Name:\t") + 15
+
+
 def _field_mb(text: bytes, key: bytes) -> int | None:
     """A /proc status field in kB (`key`: the field's name after a newline), in MB; None where it is absent."""
-    at = text.find(key)
+    at = text.find(key, FIELDS_FROM)
     if at < 0:
         return None
     return int(text[at + len(key) : text.find(b"\n", at + 1)].split()[0]) // 1024

@@ -143,22 +143,27 @@ class Runner:
 
     def _run_tests(self, proc: Child, job: Job, next_index: int, oom_before: int) -> int:
         """Runs tests in this child until they are done, one ends its process, or the next one's memory is not
-        this child's; the next test's index (the tests from there on run in a fresh child). Each test's command
-        goes out as soon as the test before it is measured (its peak read, the mark reset): the runner writes
-        that test's result while the child runs the next one."""
+        this child's; the next test's index (the tests from there on run in a fresh child)."""
         proc.reader.max_body = job.max_result_bytes + 64 * 1024
-        if job.tests[next_index].limits.memory_mb != proc.memory_mb:
-            return next_index  # confined once per process: a fresh child, confined to this test's memory
-        running: tuple[int, float, bool] | None = self._start_test(proc, job, next_index)
-        while running is not None:
-            index, started, sent = running
+        while next_index < len(job.tests):
+            index = next_index
             test = job.tests[index]
+            if test.limits.memory_mb != proc.memory_mb:
+                break  # confined once per process: a fresh child, confined to this test's memory
+            next_index += 1
+            proc.reset_peak()  # the peak read after the test is this test's (child.py)
+            started = time.monotonic()
+            proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
+            proc.graced = False  # the memory's grace, once per test
             phase = f"test {index + 1}"
-            if not sent:
+            deadline = started + test.limits.time_s
+            code = test.code.encode()
+            command = TestCommand(index, test.seed, len(code)).header()
+            body = code + self.test_codes.get(test.code, index)  # compiled once per container (testcode.py)
+            if not proc.send(protocol.CHILD_TEST, command, body, deadline, self.flush):
                 report, body = proc.unsent_outcome(oom_before, phase), b""
             else:
                 output_limit = test.limits.output_kb * 1024
-                deadline = started + test.limits.time_s
                 report, body = proc.await_frame(
                     protocol.CHILD_RESULT, deadline, output_limit, oom_before, phase, (HOLD_S, self.flush)
                 )
@@ -168,41 +173,24 @@ class Runner:
             if report.status == Outcome.OK and report.index != index:
                 report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong test"), b""
                 proc.kill()
-            output = proc.take_output()  # read before the next test prints: this test's
-            ended = proc.reap(block=False)
-            next_index = index + 1
-            skipping = report.status == Outcome.TIMEOUT and job.skip_after_timeout
-            running = None
-            if not ended and not skipping and next_index < len(job.tests):
-                if job.tests[next_index].limits.memory_mb == proc.memory_mb:
-                    running = self._start_test(proc, job, next_index)
             if report.status != Outcome.OK:
                 body = b""
             header = report.header()
             header.update(index=index, time_ms=elapsed_ms)
             if peak is not None:
                 header["memory_mb"] = min(peak, protocol.MAX_MEMORY_MB)
+            output = proc.take_output()
             if output is not None:
                 header["output"] = output
-            if skipping:
+            ended = proc.reap(block=False)
+            if report.status == Outcome.TIMEOUT and job.skip_after_timeout:
                 self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests))
                 self._skip(job, next_index, index)
                 return len(job.tests)
             self.emit(protocol.TEST, header, body, hold=next_index < len(job.tests) and not ended)
+            if ended:
+                break  # the rest of the tests run in a fresh child
         return next_index
-
-    def _start_test(self, proc: Child, job: Job, index: int) -> tuple[int, float, bool]:
-        """Sends the child a test's command, its memory's mark reset first: (the index, when it started, whether
-        the child took the command)."""
-        test = job.tests[index]
-        proc.reset_peak()  # the peak read after the test is this test's (peak.py)
-        proc.output_bytes = 0  # the output limit is per test; what loading printed is still shown
-        proc.graced = False  # the memory's grace, once per test
-        code = test.code.encode()
-        command = TestCommand(index, test.seed, len(code)).header()
-        body = code + self.test_codes.get(test.code, index)  # compiled once per container (testcode.py)
-        started = time.monotonic()
-        return index, started, proc.send(protocol.CHILD_TEST, command, body, started + test.limits.time_s, self.flush)
 
     def _skip(self, job: Job, first: int, timed_out: int) -> None:
         """The tests after one that ran out of time, reported as not run: a solution that loops costs one

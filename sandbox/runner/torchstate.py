@@ -1,12 +1,11 @@
-"""Torch's and NumPy's process-wide settings, put back around every test.
+"""Torch's and NumPy's process-wide settings, put back before every test.
 
 A test's inputs are made by the test's own code (`torch.tensor([...])` without a dtype, `torch.randn`), so a
 submission that sets a default dtype at import, turns grad mode off in one test, or asks for deterministic
 algorithms would change what the reference and the submission are asked, and what the next test does. Each
-setting is read once, when the child starts (the judge's own state), and put back after each test and before
-the first (after the module's import), or before any test where putting them back failed; the names of those a
-test left changed are reported with its result, so that the problem check can name a reference or a test that
-leaks them.
+setting is read once, when the child starts (the judge's own state), and put back before each test; the
+names of those a test left changed are reported with its result, so that the problem check can name a
+reference or a test that leaks them.
 """
 
 from __future__ import annotations

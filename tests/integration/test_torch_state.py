@@ -127,8 +127,7 @@ def test_a_tidy_problem_gets_no_settings_warning(checker: ProblemChecker) -> Non
 
 
 # predict changes the default dtype and breaks the setter that would put it back: every test after it finds
-# the setting wrong and cannot put it back, and says so (each test's settings are put back before it unless
-# the test before it ended with them put back).
+# the setting wrong and cannot put it back, and says so, rather than make its inputs with the changed setting.
 BREAKS_THE_SETTER = """\
 import torch
 
