@@ -67,6 +67,7 @@ class Child(PeakMemory):
             for fd in (cmd_r, res_w, out_w):
                 os.close(fd)
         self.exit_status: int | None = None
+        self.command_closed = False  # a command met a pipe with no reader (send)
         for fd in (self.res_r, self.out_r, self.cmd_w):
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
@@ -126,6 +127,9 @@ class Child(PeakMemory):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([], [self.cmd_w], [], remaining)[1]:
                     return False
+        except BrokenPipeError:
+            self.command_closed = True  # no reader left: it ended, or closed its end (unsent_outcome)
+            return False
         except (OSError, ValueError):
             return False
         return True
@@ -201,22 +205,31 @@ class Child(PeakMemory):
     def channel_closed(self, oom_before: int, phase: str) -> Report:
         """The result pipe reached EOF: the child exited (the zygote reports how, soon; later under memory
         pressure), or it closed its descriptors and lives on."""
-        grace = time.monotonic() + EXIT_REPORT_GRACE_S
-        while time.monotonic() < grace:
-            if self.reap(block=False):
-                return self.death_outcome(oom_before, phase)
-            time.sleep(0.005)
+        if self._exit_reported():
+            return self.death_outcome(oom_before, phase)
         self.kill()
         if cleanup.oom_kills() > oom_before:
             return Report(Outcome.MEMORY, message=f"killed for using too much memory during {phase}")
         return error(f"the process closed its result channel during {phase}", "Protocol")
 
     def unsent_outcome(self, oom_before: int, phase: str) -> Report:
-        """A command could not be delivered: the child ended, or it stopped reading its commands."""
-        if self.reap(block=False):
+        """A command could not be delivered: the child ended (its end of the pipe closed before the zygote
+        reported it: waited for, as for a closed result channel), closed its end, or stopped reading."""
+        if self.reap(block=False) or (self.command_closed and self._exit_reported()):
             return self.death_outcome(oom_before, phase)
         self.kill()
+        if self.command_closed:
+            return error(f"the process closed its command channel during {phase}", "Protocol")
         return Report(Outcome.TIMEOUT, message=f"the process stopped taking commands during {phase}")
+
+    def _exit_reported(self) -> bool:
+        """Whether the zygote reports the child's end within EXIT_REPORT_GRACE_S."""
+        grace = time.monotonic() + EXIT_REPORT_GRACE_S
+        while time.monotonic() < grace:
+            if self.reap(block=False):
+                return True
+            time.sleep(0.005)
+        return False
 
     def death_outcome(self, oom_before: int, phase: str) -> Report:
         """Why the child ended without sending its result, from the runner's own accounting."""

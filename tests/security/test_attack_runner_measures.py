@@ -6,7 +6,9 @@ What must hold:
 - a child's name, which it sets itself (prctl PR_SET_NAME, 15 bytes) and which gVisor prints unescaped on the
   status file's first line, never reads as a memory field: a name "\\nVmRSS:\\t0" once made every test of the
   submission report 0 MB under gVisor, and a name "\\nVmHWM:..." hid a test's peak (a white-box review);
-- the high-water mark is reset through one descriptor, opened once, for every test of the child."""
+- the high-water mark is reset through one descriptor, opened once, for every test of the child;
+- a child that lets go of its command pipe after writing its result (it ends, or closes the pipe) has the next
+  test charged with that, never told as a timeout that skips the rest (the same review)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.runner import peak
+from tests.unit.runner_harness import HostRunner, job
 
 REAL_FIELDS = b"Umask:\t0022\nState:\tS (sleeping)\nVmPeak:\t  900000 kB\nVmHWM:\t  400000 kB\nVmRSS:\t  300000 kB\n"
 
@@ -77,3 +80,38 @@ def test_the_mark_is_reset_through_one_descriptor_for_every_test(tmp_path: Path)
     finally:
         held.close_memory()
     assert held._refs_fd is None and held._status_fd is None
+
+
+# A child that writes its test's result itself, then lets go of its command pipe and ends a moment later: the
+# runner's next command meets a pipe with no reader before the zygote has reported the end (in a container the
+# report comes through the zygote's socket: a child that simply exits at once makes the same race, by chance).
+# That was once told as the next test's timeout ("stopped taking commands"), and with skip_after_timeout every
+# test after it was skipped.
+def result_then(then: str) -> str:
+    return (
+        "from sandbox.runner import protocol as P\n"
+        "from sandbox.runner.messages import Report as R\n"
+        "os.write(RES, P.encode(P.CHILD_RESULT, R(P.Outcome.OK, index=INDEX).header(), b'early'))\n"
+        "os.closerange(0, RES)\n"  # its command pipe among them (and its output)
+        "os.closerange(RES + 1, 1024)\n" + then
+    )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("then", "words"),
+    [
+        ("time.sleep(0.3)\nos._exit(3)", "exited (code 3) during test 2"),
+        ("time.sleep(30)", "closed its command channel during test 2"),
+    ],
+    ids=["ends", "lives-on"],
+)
+def test_a_child_that_lets_go_of_its_commands_after_a_result_is_charged_with_it_not_timed_out(
+    host: HostRunner, then: str, words: str
+) -> None:
+    source = "def f(x):\n    return x\n"
+    done = host.run(job(source, result_then(then), "result = 2", "result = 3", skip_after_timeout=True))
+    assert done.statuses() == ["ok", "error", "ok"], [frame.header for frame in done.tests]
+    assert done.tests[0].body == b"early"
+    assert words in done.tests[1].header.message  # type: ignore[union-attr]
+    assert done.done is not None and done.done.header.clean  # type: ignore[union-attr]
