@@ -113,7 +113,7 @@ def pairwise_distances(x, y):
 )
 
 
-def test_work_moved_between_sizes_earns_nothing(submit: Submit) -> None:
+def test_work_moved_between_sizes_earns_nothing(submit: Submit, sandbox_runtime: str) -> None:
     honest = submit(HONEST, PROBLEM)
     assert honest["status"] == "time_limit_exceeded", (honest["message"], honest["speed"])  # under the 5x threshold
     verdict = submit(MOVED, PROBLEM)
@@ -128,4 +128,8 @@ def test_work_moved_between_sizes_earns_nothing(submit: Submit) -> None:
         [(s["name"], s["speedup"], f["speedup"]) for s, f in zip(speed["sizes"], fair["sizes"], strict=True)],
     )
     assert verdict["status"] != "accepted", seen
-    assert speed["speedup"] <= 1.5 * fair["speedup"], seen
+    # Under gVisor calls are timed on the wall clock (SECURITY.md, residual risks, speed grading (a) and (b)): one run
+    # of the suite on a busy 2-core host saw the move score 2.0x the honest module's (1.588 against 0.796), still
+    # refused. There the bound is looser; the verdict above holds under both runtimes.
+    bound = 1.5 if sandbox_runtime == "runc" else 2.5
+    assert speed["speedup"] <= bound * fair["speedup"], seen
