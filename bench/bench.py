@@ -276,16 +276,16 @@ def wait_quiet(idle: float = 0.85, longest_s: float = 120.0) -> None:
             return
 
 
-def measure_limit(problem_text: str, problem_id: str) -> float:
-    """The problem's limit (bench/limit.py): its reference's tests in one warm process, one CPU; ms, the
-    median pass."""
+def measure_limit(problem_text: str, problem_id: str) -> limit.Limit:
+    """The problem's limit (bench/limit.py): its reference's tests in one warm process, one CPU (each pass's
+    ms), and the same in fresh processes of it."""
     settings = Settings(data_dir=Path(tempfile.mkdtemp()))
     limits = EffectiveLimits(
         time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
     )
     spec = parse_problem(problem_text, problem_id)
     job = build_job(Registry(limits).make(spec), spec.reference, settings.sandbox, seed=1)
-    return statistics.median(limit.measure(settings.sandbox_image, job))
+    return limit.measure(settings.sandbox_image, job)
 
 
 def cpu_speed_ms() -> float:
@@ -313,6 +313,9 @@ def report(
     limit_ms, floor_limit_ms = machine["limit"], machine["floor limit"]
     cores = os.cpu_count() or 1
     ceiling = cores * 1000 / limit_ms  # accepted/s if every core did nothing but the tests
+    # A fresh process per submission, which the judge keeps, and nothing else: what no judge of it can beat.
+    least_cpu = min(machine["fresh cpu"], machine["fresh unwarmed cpu"])
+    isolation_ceiling = cores * 1000 / least_cpu
     floor_times, floor_phases = main_run["floor"]
     warm_times, warm_phases = main_run["warm"]
     cold_p50 = statistics.median(cold)
@@ -327,7 +330,9 @@ def report(
         "hidden inputs: drawn per submission from a pool of seeds (GRADER_SEEDS=pool, the default)",
         f"machine speed: sum(range(10**7)) in {speed[0]:.0f} ms at the start, {speed[1]:.0f} ms at the end",
         "the limit: the problem's tests with its reference in one warm process of the sandbox image, one CPU,",
-        "no judge (bench/limit.py); the ceiling: the cores / the limit",
+        "no judge (bench/limit.py); the ceiling: the cores / the limit; isolation alone: the same tests, each pass in",
+        "a fresh process forked from that one, as the judge's zygote forks (the least a fresh process per",
+        "submission costs: what is left of a target beyond it is all the judge may spend)",
         "",
     ]
     rows = [
@@ -337,6 +342,22 @@ def report(
         ),
         (f"the limit: {FLOOR}", f"{floor_limit_ms:.2f} ms"),
         ("the in-process ceiling", f"{ceiling:.0f} accepted/s"),
+        ("isolation alone: the same tests in a fresh process per pass, no judge", ""),
+        ("  the pass, after the judge's warm-up in the process", over(machine["fresh"], limit_ms)),
+        ("  the pass, without it", over(machine["fresh unwarmed"], limit_ms)),
+        ("  the pass, warmed up, a command and a result frame per test", over(machine["framed"], limit_ms)),
+        (
+            "  CPU of a fresh process: fork, warm-up, pass, end; without the warm-up",
+            f"{machine['fresh cpu']:.1f} ms; {machine['fresh unwarmed cpu']:.1f} ms",
+        ),
+        (
+            f"  the most accepted/s {cores} cores allow at the least of them",
+            f"{isolation_ceiling:.0f}, {isolation_ceiling / ceiling * 100:.0f} % of the ceiling",
+        ),
+        (
+            "  left to the rest of the judge by the targets: p50, CPU at c=8",
+            f"{limit_ms + 10 - machine['framed']:.1f} ms; {cores * 1000 / (0.35 * ceiling) - least_cpu:.1f} ms",
+        ),
         ("time from start to ready", f"{main_run['ready_s']:.2f} s"),
         (f"cold: a container per submission, p50 (n={len(cold)})", over(cold_p50, limit_ms)),
         (f"floor ({FLOOR}): HTTP end to end, p50 (n={len(floor_times)})", over(floor_p50, floor_limit_ms)),
@@ -416,8 +437,11 @@ def main() -> int:
 
     def limits() -> None:  # on a quiet machine (no service), at the start and at the end: its speed drifts
         wait_quiet()
-        machine.setdefault("limits", []).append(measure_limit(problem_text, PROBLEM))
-        machine.setdefault("floor limits", []).append(measure_limit(floor_problem_text(), FLOOR))
+        found = measure_limit(problem_text, PROBLEM)
+        machine.setdefault("limits", []).append(statistics.median(found.passes))
+        machine.setdefault("isolation", []).append(found)
+        floor = measure_limit(floor_problem_text(), FLOOR)
+        machine.setdefault("floor limits", []).append(statistics.median(floor.passes))
 
     limits()
     runs: dict[str, dict | None] = {"pool": measure_mode("pool", args, sources, full=True)}
@@ -431,6 +455,12 @@ def main() -> int:
     machine["limit"] = statistics.mean(machine["limits"])
     machine["floor limit"] = statistics.mean(machine["floor limits"])
     machine["speed"].append(cpu_speed_ms())
+    isolation = machine["isolation"]
+    machine["fresh"] = statistics.mean(statistics.median(found.fresh) for found in isolation)
+    machine["fresh unwarmed"] = statistics.mean(statistics.median(found.cold) for found in isolation)
+    machine["fresh cpu"] = statistics.mean(found.fresh_cpu_ms for found in isolation)
+    machine["fresh unwarmed cpu"] = statistics.mean(found.cold_cpu_ms for found in isolation)
+    machine["framed"] = statistics.mean(statistics.median(found.framed) for found in isolation)
     lines, passed = report(runs, cold, len(problem.tests), machine)
     print("\n".join(lines))
     if not args.no_report:
