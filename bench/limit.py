@@ -36,7 +36,8 @@ if str(ROOT) not in sys.path:
 
 from sandbox.runner.messages import Job  # noqa: E402
 
-# Run inside the sandbox image (python3 -I -B -c): the job on stdin, the pass times (ms) as JSON on stdout.
+# Run inside the sandbox image (python3 -I -B -c): the job on stdin; on stdout, as JSON, each pass's ms in the
+# warm process, then in fresh processes (warmed up, not, and driven a frame per test) and their CPU.
 IN_CONTAINER = r"""
 import gc, json, os, random, resource, struct, sys, time
 sys.path.insert(0, "/opt")
@@ -61,14 +62,18 @@ for index, test in enumerate(job.tests):
     tests.append((test.seed, namespace))
 
 
+def run_test(seed, namespace):  # one test as the limit runs it: its seeds, its helpers, its function
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    if helpers is not None:  # the problem's shared code, after the seeds, as the judge runs it
+        exec(helpers, namespace)
+    return namespace["__test__"]()
+
+
 def one_pass():
     for seed, namespace in tests:
-        torch.default_generator.manual_seed(seed)
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
-        if helpers is not None:  # the problem's shared code, after the seeds, as the judge runs it
-            exec(helpers, namespace)
-        namespace["__test__"]()
+        run_test(seed, namespace)
 
 
 times = []
@@ -79,19 +84,14 @@ for number in range(warm + passes):
         times.append((time.perf_counter() - started) * 1000)
 
 
-def framed_child(commands, results):  # each test on its command, its value encoded and sent back: one frame per test
+def framed_child(commands, results):  # ready, then each test on its command, its value encoded and sent back
+    protocol.write_all(results, protocol.encode(protocol.CHILD_READY, {}))
     while True:
         try:
             _, header, _ = protocol.read_frame(commands, max_body=0)
         except EOFError:
             os._exit(0)
-        seed, namespace = tests[header["index"]]
-        torch.default_generator.manual_seed(seed)
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
-        if helpers is not None:
-            exec(helpers, namespace)
-        body = values.encode_value(namespace["__test__"](), 1 << 26)
+        body = values.encode_value(run_test(*tests[header["index"]]), 1 << 26)
         protocol.write_all(results, protocol.encode(protocol.CHILD_RESULT, {"index": header["index"]}, body))
 
 
@@ -106,8 +106,7 @@ def framed():  # one fresh process, warmed up, driven a frame per test: the pass
         framed_child(commands, results)
     os.close(commands)
     os.close(results)
-    protocol.write_all(command_w, protocol.encode(protocol.CHILD_TEST, {"index": 0}))
-    protocol.read_frame(result_r, max_body=1 << 26)  # warmed up and ready: the pass starts now
+    protocol.read_frame(result_r, max_body=0)  # warmed up and ready, as a pool's child is: the pass starts now
     started = time.perf_counter()
     for index in range(len(tests)):
         protocol.write_all(command_w, protocol.encode(protocol.CHILD_TEST, {"index": index}))
@@ -170,11 +169,6 @@ class Limit:
     cold: list[float]  # the pass in a fresh process without the warm-up
     cold_cpu_ms: float  # the CPU of one such process: fork, pass, end
     framed: list[float]  # the pass in a fresh, warmed-up process, a command and a result (its value) per test
-
-    @property
-    def least_cpu_ms(self) -> float:
-        """The least CPU a fresh process per submission costs, the tests in it included."""
-        return min(self.fresh_cpu_ms, self.cold_cpu_ms)
 
 
 def measure(image: str, job: Job, passes: int = 200, warm: int = 20, forks: int = 30, cpu: int = 0) -> Limit:
