@@ -13,13 +13,18 @@ run: setup
 setup-test:
 	@scripts/setup-test.sh
 
+# The unit tier first, in a random order (a new seed each run, printed at the top) and on every core, as
+# test-unit runs it; then the tiers with Docker, in file order around one service per runtime.
+UNIT = .venv/bin/pytest -p no:schemathesis -p randomly --numprocesses=auto --maxprocesses=4 tests/unit
+
 test: setup-test lint-checks
-	.venv/bin/pytest
+	$(UNIT)
+	.venv/bin/pytest --ignore=tests/unit
 
 # One tier at a time (make test runs them all): no Docker; the service with real sandboxes and databases
 # (integration and HTTP); the attacks; the pages in Chromium.
 test-unit: setup
-	.venv/bin/pytest -p no:schemathesis --numprocesses=auto --maxprocesses=4 tests/unit
+	$(UNIT)
 test-docker: setup-test
 	.venv/bin/pytest tests/integration tests/http
 test-security: setup-test

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import make_settings, wait_until_ready
+from tests.conftest import final_verdict, make_settings, wait_until_ready
 from tests.security.attacks import CORRECT, Context
 
 RUNTIMES = ("runc", "runsc")
@@ -87,7 +87,7 @@ def submit(client: TestClient) -> Submit:
 
     def _submit(source: str, problem_id: str = "embedding-layer", wait: int = 60) -> dict:
         response = client.post(f"/api/submissions?wait={wait}", json={"problem_id": problem_id, "source": source})
-        assert response.status_code == 200, response.text
+        response = final_verdict(client, response)
         verdict = response.json()
         verdict["_raw"] = response.text
         return verdict  # type: ignore[no-any-return]

@@ -23,6 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.security.conftest import Submit
+from tests.speed_verdicts import speed_seen, timed
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -30,8 +31,9 @@ PROBLEM = "pairwise-distances"
 FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
 
 # For embedding-layer (a problem that is not speed-graded): a right solution whose every child pins itself to the
-# highest CPU it may use, the one benchmarks are pinned to, and spins there: 9 s at import (its load limit is 10 s),
-# then 0.8 s in each call (a test's limit is 2 s), so that it passes every test, the grader going on to the next.
+# highest CPU it may use, the one benchmarks are pinned to, and spins there: 6 s at import (its load limit is 10 s),
+# then 0.5 s in each call (a test's limit is 2 s), on the wall clock: margins that hold on a slow machine too, so
+# that it passes every test, the grader going on to the next.
 SPINNER = """import math
 import os
 import time
@@ -47,16 +49,16 @@ def _spin(seconds):
         pass
 
 
-_spin(9.0)
+_spin(6.0)
 
 
 def create_embedding_layer(vocab_size, d_model):
-    _spin(0.8)
+    _spin(0.5)
     return nn.Embedding(vocab_size, d_model)
 
 
 def embed_tokens(embedding, tokens, d_model):
-    _spin(0.8)
+    _spin(0.5)
     return embedding(tokens) * math.sqrt(d_model)
 """
 
@@ -104,7 +106,7 @@ def test_a_spinner_in_another_sandbox_on_the_benchmarks_cpu_does_not_inflate_the
     for _ in range(2):  # alone, then beside the spinner, twice: the host's own noise drifts
         alone = submit(FAST, PROBLEM)
         beside = _beside_a_spinner(client, submit)
-        assert alone["status"] == beside["status"] == "accepted", (alone["message"], beside["message"])
+        assert timed(alone) and timed(beside), (speed_seen(alone), speed_seen(beside))
         rounds.append((alone["speed"], beside["speed"]))
     gain = math.prod(b["speedup"] / a["speedup"] for a, b in rounds) ** (1 / len(rounds))
     seen = [

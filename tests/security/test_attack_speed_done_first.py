@@ -22,6 +22,7 @@ import math
 import pytest
 
 from tests.security.conftest import Submit
+from tests.speed_verdicts import speed_seen, timed
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -60,7 +61,9 @@ def test_saying_done_before_the_work_earns_nothing(submit: Submit, sandbox_runti
     rounds = []
     for _ in range(2):  # interleaved: the host's own noise drifts
         honest, early = submit(FAST, PROBLEM), submit(DONE_FIRST, PROBLEM)
-        assert honest["status"] == "accepted" and early["status"] == "accepted", (honest["message"], early["message"])
+        # Correct and timed to the end, either side of the threshold: whether a score reaches 5x is the machine's
+        # (4.4x under gVisor on a slow one), and the gain is a ratio of two scores
+        assert timed(honest) and timed(early), (speed_seen(honest), speed_seen(early))
         rounds.append((honest["speed"], early["speed"]))
     gain = math.prod(e["speedup"] / h["speedup"] for h, e in rounds) ** (1 / len(rounds))
     seen = [

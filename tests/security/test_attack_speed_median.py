@@ -23,6 +23,7 @@ from __future__ import annotations
 import pytest
 
 from tests.security.conftest import Submit
+from tests.speed_verdicts import refused_as_slow, speed_seen
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -72,11 +73,15 @@ def pairwise_distances(x, y):
 
 def test_work_moved_between_timed_calls_earns_nothing(submit: Submit) -> None:
     honest = submit(HONEST, PROBLEM)
-    assert honest["status"] == "time_limit_exceeded", (honest["message"], honest["speed"])  # 1x: far from the threshold
+    assert refused_as_slow(honest), speed_seen(honest)  # 1x: far from the threshold
     verdict = submit(MOVED, PROBLEM)
+    assert verdict["status"] != "accepted", speed_seen(verdict)
+    # On a slow machine the benchmark may stop a 1x module early, before its score is made (speed_verdicts.py):
+    # the moved work then earned nothing either, and there are no two scores to compare
+    assert refused_as_slow(verdict), speed_seen(verdict)
     speed, fair = verdict["speed"], honest["speed"]
-    failed = [(t["name"], t["status"], t["message"]) for t in verdict["tests"] if t["status"] not in ("passed", None)]
-    assert speed is not None and speed["speedup"] is not None, (verdict["message"], failed)
+    if speed["speedup"] is None or fair["speedup"] is None:
+        return
     seen = (
         verdict["status"],
         speed["speedup"],

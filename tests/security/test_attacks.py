@@ -28,6 +28,9 @@ NORMAL_LATENCY_S = 10.0
 # below this, but not below 1 s: on a 2-core machine a gVisor sandbox re-forking its child for every test
 # keeps one core busy, and this process's threads then wait for the CPU (up to 1.9 s measured in CI).
 HEALTH_LATENCY_S = 3.0
+# Both bounds are floors: on a slower or loaded machine each is this many times what honest submissions take on
+# the same service in the same session (`honest`), where that is more.
+HONEST_FACTOR = 4.0
 
 
 def summary(verdict: dict) -> str:
@@ -64,12 +67,39 @@ def submit_while_probing_health(client, submit: Submit, source: str) -> tuple[di
     return outcome["verdict"], slowest  # type: ignore[return-value]
 
 
-def assert_still_grading(submit: Submit) -> None:
+class Honest:
+    """What honest submissions cost on this service, here and now: the slowest of a few correct ones, and the
+    slowest /healthz answer while they ran. The attacks' bounds scale with them on a slow or loaded machine."""
+
+    def __init__(self, client, submit: Submit) -> None:  # type: ignore[no-untyped-def]
+        self.latency_s = self.health_s = 0.0
+        for _ in range(3):
+            started = time.monotonic()
+            verdict, slowest = submit_while_probing_health(client, submit, CORRECT)
+            assert verdict["status"] == "accepted", summary(verdict)
+            self.latency_s = max(self.latency_s, time.monotonic() - started)
+            self.health_s = max(self.health_s, slowest)
+
+    def latency_bound(self) -> float:
+        return max(NORMAL_LATENCY_S, HONEST_FACTOR * self.latency_s)
+
+    def health_bound(self) -> float:
+        return max(HEALTH_LATENCY_S, HONEST_FACTOR * self.health_s)
+
+
+@pytest.fixture(scope="module")
+def honest(client, submit: Submit, sandbox_runtime: str) -> Honest:  # type: ignore[no-untyped-def]
+    measured = Honest(client, submit)
+    print(f"{sandbox_runtime}: honest latency {measured.latency_s:.2f}s, slowest /healthz {measured.health_s:.2f}s")
+    return measured
+
+
+def assert_still_grading(submit: Submit, honest: Honest) -> None:
     started = time.monotonic()
     verdict = submit(CORRECT)
     elapsed = time.monotonic() - started
     assert verdict["status"] == "accepted", summary(verdict)
-    assert elapsed < NORMAL_LATENCY_S, f"a correct submission took {elapsed:.1f}s after the attack"
+    assert elapsed < honest.latency_bound(), f"a correct submission took {elapsed:.1f}s after the attack"
 
 
 def assert_no_traces(service: object, submit: Submit) -> None:
@@ -99,9 +129,10 @@ def test_attack_is_contained(
     submit: Submit,
     context: Context,
     sandbox_runtime: str,
+    honest: Honest,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # type: ignore[no-untyped-def]
-    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime)
+    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime, honest)
     if not attack.survives(sandbox_runtime) or not lost:
         return
     endings = [m for m in (r.getMessage() for r in caplog.records) if any(name in m for name in lost) and _an_end(m)]
@@ -112,7 +143,7 @@ def test_attack_is_contained(
     # they write whenever they end a container). Not the attack's doing unless it happens again.
     print(f"{sandbox_runtime} tore down {lost} with no word from the runner or the zygote; the attack once more")
     caplog.clear()
-    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime)
+    lost = _attack_contained(attack, service, client, submit, context, sandbox_runtime, honest)
     assert not lost, f"the runner died: the pool replaced {lost}: {caplog.text[-2000:]}"
 
 
@@ -127,7 +158,7 @@ def _without_a_word(message: str) -> bool:
 
 
 def _attack_contained(
-    attack: Attack, service: object, client, submit: Submit, context: Context, sandbox_runtime: str
+    attack: Attack, service: object, client, submit: Submit, context: Context, sandbox_runtime: str, honest: Honest
 ) -> list[str]:  # type: ignore[no-untyped-def]
     """Runs the attack and every check but the runner's survival; the pool's containers it lost."""
     containers = full_pool(service)
@@ -142,8 +173,8 @@ def _attack_contained(
     assert verdict["status"] in attack.allowed(sandbox_runtime), (
         f"{attack.name}: expected {sorted(attack.allowed(sandbox_runtime))} ({attack.why}); got {summary(verdict)}"
     )
-    assert slowest_health < HEALTH_LATENCY_S, f"/healthz took {slowest_health:.2f}s during {attack.name}"
-    assert_still_grading(submit)
+    assert slowest_health < honest.health_bound(), f"/healthz took {slowest_health:.2f}s during {attack.name}"
+    assert_still_grading(submit, honest)
     assert_no_traces(service, submit)
     assert not context.host_marker.exists(), "sandbox data was executed on the host"
     return sorted(set(containers) - set(full_pool(service)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.security.conftest import Submit
+from tests.speed_verdicts import speed_seen, timed
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -100,7 +101,7 @@ def pairwise_distances(x, y):
 @pytest.fixture(scope="module")
 def honest(submit: Submit) -> dict:
     verdict = submit(FAST, PROBLEM)
-    assert verdict["status"] == "accepted", verdict
+    assert timed(verdict), speed_seen(verdict)
     return verdict
 
 
@@ -115,7 +116,7 @@ def test_a_thread_spinning_in_the_background_is_refused(submit: Submit, honest: 
 
 def test_more_cpus_than_the_one_it_is_pinned_to_are_refused(submit: Submit) -> None:
     verdict = submit(WIDENS_ITS_CPUS, PROBLEM)
-    assert verdict["status"] == "accepted", verdict  # it did not exit: the widening was refused
+    assert timed(verdict), speed_seen(verdict)  # it did not exit: the widening was refused
     assert verdict["speed"]["cpu"] is not None
 
 
@@ -152,4 +153,4 @@ def test_a_call_that_fails_is_the_submissions_own_verdict(
     assert "the benchmark, call 1 at size '48 x 48'" in verdict["message"]
     assert words in verdict["message"], verdict["message"]
     assert verdict["speed"]["passed"] is False
-    assert submit(FAST, PROBLEM)["status"] == "accepted"  # the next is graded as before
+    assert timed(submit(FAST, PROBLEM))  # the next is graded as before

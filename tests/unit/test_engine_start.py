@@ -35,6 +35,10 @@ FAKE_DOCKER = """\
 """
 
 
+def _as_a_terminal_foreground_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -59,7 +63,12 @@ def test_ctrl_c_on_the_command_that_started_the_engine_leaves_the_engine_running
     }
     # As `make run` in a terminal: the script, then the service in the foreground, one process group.
     command = f"{REPO_ROOT / 'scripts' / 'ensure-docker.sh'} && exec sleep 60"
-    session = subprocess.Popen(["bash", "-c", command], env=env, start_new_session=True)
+    # A terminal's foreground job takes Ctrl-C with SIGINT's default action. The suite itself may run where SIGINT
+    # is ignored (a shell's background job: `make test &`), and an ignored signal stays ignored across exec, so
+    # the command is given the terminal's disposition rather than the suite's.
+    session = subprocess.Popen(
+        ["bash", "-c", command], env=env, start_new_session=True, preexec_fn=_as_a_terminal_foreground_job
+    )
     pid = None
     try:
         deadline = time.monotonic() + 30
