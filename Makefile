@@ -15,7 +15,7 @@ setup-test:
 
 # The unit tier first, in a random order (a new seed each run, printed at the top) and on every core, as
 # test-unit runs it; then the tiers with Docker, in file order around one service per runtime.
-UNIT = .venv/bin/pytest -p no:schemathesis -p randomly --numprocesses=auto --maxprocesses=4 tests/unit
+UNIT = .venv/bin/pytest -p no:schemathesis -p randomly --numprocesses=auto --maxprocesses=4 $(UNIT_ARGS) tests/unit
 
 test: setup-test lint-checks
 	$(UNIT)
@@ -37,8 +37,10 @@ test-web: setup-test
 bench: setup-test
 	.venv/bin/python bench/bench.py
 
-# Speed grading's noise: the same solutions graded 20 times, a 2x one against a 1x one (docs/BENCHMARKS.md).
+# Speed grading's fidelity per problem and size (the judged time against the in-process truth, x2 and x4
+# solutions, ordering and spread over 20 gradings), then its noise on a synthetic problem (docs/BENCHMARKS.md).
 bench-speed: setup
+	.venv/bin/python bench/speed_fidelity.py
 	.venv/bin/python bench/speed_noise.py
 
 # 1,000 solutions, a quarter looping forever, through POST /api/submissions/batch (grader submit --batch).

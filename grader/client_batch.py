@@ -177,6 +177,28 @@ def follow(client: Client, batch_ids: list[str], solutions: list[Solution], prog
         time.sleep(POLL_S)
 
 
+def _fast_p(client: Client, batch_ids: list[str]) -> str:
+    """KernelBench's fast_p over the batches' items of speed-graded problems (their summaries', added up), or ""."""
+    items = fast_1 = fast_threshold = 0.0
+    for batch_id in batch_ids:
+        try:
+            found = client.get(f"/api/batches/{batch_id}?include=false").get("fast_p")
+        except ClientError:
+            return ""
+        if isinstance(found, dict) and all(
+            type(found.get(k)) in (int, float) for k in ("items", "fast_1", "fast_threshold")
+        ):
+            items += found["items"]
+            fast_1 += found["fast_1"] * found["items"]
+            fast_threshold += found["fast_threshold"] * found["items"]
+    if not items:
+        return ""
+    return (
+        f"; of {items:.0f} items of speed-graded problems, fast_1 {fast_1 / items:.3f} (correct and faster than the "
+        f"baseline), fast at the threshold {fast_threshold / items:.3f}"
+    )
+
+
 def main_batch(
     path: str, problem_id: str | None, url: str | None, out_path: str | None, chunk: int = CHUNK_ITEMS
 ) -> int:
@@ -217,5 +239,5 @@ def main_batch(
             out.close()
     took = time.monotonic() - started
     summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
-    print(f"{len(solutions)} solutions in {took:.1f} s: {summary}", file=sys.stderr)
+    print(f"{len(solutions)} solutions in {took:.1f} s: {summary}{_fast_p(client, batch_ids)}", file=sys.stderr)
     return 0 if counts.get("accepted", 0) == len(solutions) else 1

@@ -11,11 +11,21 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from grader.api.deps import AdminCallerDep, DatabaseDep, IntakeDep, SettingsDep, SubmitterDep, http_error
+from grader.api.deps import (
+    AdminCallerDep,
+    DatabaseDep,
+    IntakeDep,
+    RegistryDep,
+    SettingsDep,
+    SubmitterDep,
+    http_error,
+)
 from grader.api.schemas import SubmissionCreate, inline_schema, read_json_body, shown, validation_message
 from grader.grading.verdict import FINAL, Status
+from grader.problems.registry import Registry
 from grader.storage import listing
 from grader.submissions.batches import BatchAccepted, BatchCreate, parse_items, take_batch
+from grader.submissions.fast_p import FastP, fast_p
 from grader.submissions.metadata import stored_metadata
 from grader.submissions.submitters import Refused
 
@@ -103,6 +113,11 @@ async def create_batch(
     return JSONResponse(accepted.model_dump(mode="json"), status_code=status)
 
 
+def _speed_graded(registry: Registry, problem_id: str) -> bool:
+    problem = registry.get(problem_id)
+    return problem is not None and problem.speed is not None
+
+
 class BatchItemSummary(BaseModel):
     id: str
     problem_id: str
@@ -117,6 +132,9 @@ class BatchStatus(BaseModel):
     final: int = Field(description="how many have their verdict")
     done: bool = Field(description="whether every submission of the batch has its verdict")
     counts: dict[str, int] = Field(description="how many submissions are in each status")
+    fast_p: FastP | None = Field(
+        None, description="KernelBench's fast_p over the items of speed-graded problems (none: no such final item)"
+    )
     submissions: list[BatchItemSummary] = Field(description="oldest first")
 
 
@@ -131,6 +149,7 @@ def get_batch(
     admin: AdminCallerDep,
     db: DatabaseDep,
     settings: SettingsDep,
+    registry: RegistryDep,
     include: Annotated[bool, Query(description="list each submission (false: the counts only)")] = True,
 ) -> BatchStatus:
     """How a batch stands: counts per status and, for each submission, its status and score. The caller's
@@ -150,6 +169,7 @@ def get_batch(
         final=final,
         done=final == len(rows),
         counts=counts,
+        fast_p=fast_p(rows, lambda problem_id: _speed_graded(registry, problem_id)),
         submissions=[
             BatchItemSummary(
                 id=row.id,

@@ -63,7 +63,7 @@ _table = sum(range(40_000_000))
 def pairwise_distances(x, y):
     return torch.cdist(x, y)
 """
-# Fast, after a quarter of a second or so of work on its first call in each process (a test's limit is 4 s).
+# Fast, after some 0.3 s of CPU on its first call in each process (measured by its charge here; a test's limit is 4 s).
 ON_FIRST_CALL = """import torch
 
 _first = [True]
@@ -72,7 +72,7 @@ _first = [True]
 def pairwise_distances(x, y):
     if _first[0]:
         _first[0] = False
-        sum(range(10_000_000))
+        sum(range(40_000_000))
     return torch.cdist(x, y)
 """
 
@@ -136,13 +136,23 @@ def test_a_result_kept_from_an_earlier_call_is_not_credited(grade: Callable[...,
 
 @pytest.mark.parametrize("source", [AT_IMPORT, ON_FIRST_CALL], ids=["at import", "on the first call"])
 def test_work_done_before_the_timed_calls_is_charged(grade: Callable[..., dict], source: str) -> None:
-    """Charged to its timed calls as if done there (a quarter of a second or more over 45 calls of a fraction of a ms
-    each), or, being more than the whole benchmark's baseline allows, the benchmark stops early: either way too slow."""
+    """Charged to its timed calls as if done there (a few hundred ms over 45 calls of a fraction of a ms each), or,
+    being more than the whole benchmark's baseline allows, the benchmark stops early: either way too slow. How much
+    is charged is the machine's: it is checked against the excess the verdict itself shows, not a figure in ms."""
     verdict = grade(source)
     speed = verdict["speed"]
     assert speed is not None, verdict
     assert verdict["status"] == "time_limit_exceeded" and speed["passed"] is False, verdict
-    assert speed["setup_charge_ms"] > 5 or "too slow to reach the threshold" in verdict["message"], speed
+    if "too slow to reach the threshold" in verdict["message"]:
+        return
+    # The charge spreads the work done before the timed calls over them (speed_stats.setup_charge_ns): at least
+    # the excess that the load and the first calls show over the timed ones (less the 2 ms grace), within a half
+    # for the mean that the charge uses where the verdict shows medians. An honest module's charge is 0.
+    shown = max(0.0, speed["submission_import_ms"] - speed["baseline_import_ms"]) + sum(
+        max(0.0, size["submission_first_ms"] - size["submission_ms"]) for size in speed["sizes"]
+    )
+    charged = speed["setup_charge_ms"] * sum(size["repeats"] for size in speed["sizes"])
+    assert shown > 20 and charged >= 0.5 * shown - 2, (charged, shown, speed)
 
 
 def test_the_leaderboard_keeps_each_entrants_best(client: TestClient, grade: Callable[..., dict]) -> None:
