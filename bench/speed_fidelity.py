@@ -34,11 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from speed_common import speed_bench  # noqa: E402
+
 from grader.config import Settings  # noqa: E402
-from grader.containers.pool import SandboxPool  # noqa: E402
 from grader.grading.execution import bench_job  # noqa: E402
-from grader.grading.expected import ExpectedCache  # noqa: E402
-from grader.grading.judge import LOCAL  # noqa: E402
 from grader.grading.speed import SpeedGrader  # noqa: E402
 from grader.grading.verdict import Status, Verdict  # noqa: E402
 from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry, parse_problem  # noqa: E402
@@ -183,16 +182,9 @@ def main() -> int:
     parser.add_argument("--gradings", type=int, default=20, help="gradings for the ordering and spread (0: none)")
     parser.add_argument("problems", nargs="*", default=sorted(IDIOMATIC), help="speed-graded problems to measure")
     args = parser.parse_args()
-    settings = Settings(data_dir=Path(tempfile.mkdtemp()), sandbox_runtime=args.runtime, load_time_s=30)
-    pool = SandboxPool(settings.sandbox, settings.limits, owner="bench-speed", size=2, keep_image=False)
-    pool.start()
-    if pool.image_id is None:
-        print(f"no sandbox: {pool.last_error}", file=sys.stderr)
-        return 2
     registry = Registry(EffectiveLimits(time_s=4, memory_mb=1024, output_kb=64))
-    try:
-        expected = ExpectedCache(settings.sandbox, pool, load=lambda key: None, save=lambda key, data: None)
-        grader = SpeedGrader(settings.sandbox, pool, expected, LOCAL)
+    with speed_bench(args.runtime) as bench:
+        grader, settings = bench.grader, bench.settings
         cpu = max(0, (len(__import__("os").sched_getaffinity(0)) - 1))
         started = time.monotonic()
         print(f"speed grading's fidelity ({args.runtime}; truth: median of {args.calls} calls in one warm process)")
@@ -203,8 +195,6 @@ def main() -> int:
             if args.gradings:
                 ordering(grader, problem, args.gradings)
         print(f"  ({time.monotonic() - started:.0f} s)")
-    finally:
-        pool.close()
     return 0
 
 

@@ -18,15 +18,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from grader.config import REPO_ROOT, Settings
-from grader.containers.pool import SandboxPool
+from speed_common import speed_bench
+
+from grader.config import REPO_ROOT
 from grader.grading.execution import bench_job, run_benchmark
-from grader.grading.expected import ExpectedCache
-from grader.grading.judge import LOCAL
 from grader.grading.speed import SpeedGrader
 from grader.grading.verdict import Status, Verdict
 from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
@@ -114,15 +111,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20, help="gradings of each solution (default 20)")
     parser.add_argument("--runtime", default="runc", help="the sandbox runtime (runc or runsc)")
     args = parser.parse_args()
-    settings = Settings(data_dir=Path(tempfile.mkdtemp()), sandbox_runtime=args.runtime, load_time_s=30)
-    pool = SandboxPool(settings.sandbox, settings.limits, owner="bench-speed", size=2, keep_image=False)
-    pool.start()
-    if pool.image_id is None:
-        print(f"no sandbox: {pool.last_error}", file=sys.stderr)
-        return 2
-    try:
-        expected = ExpectedCache(settings.sandbox, pool, load=lambda key: None, save=lambda key, data: None)
-        grader = SpeedGrader(settings.sandbox, pool, expected, LOCAL)
+    with speed_bench(args.runtime) as bench:
+        grader, pool, settings = bench.grader, bench.pool, bench.settings
         started = time.monotonic()
         twice = load(TWICE)
         print(f"speed grading's noise ({args.runtime}, {args.runs} gradings each)")
@@ -145,8 +135,6 @@ def main() -> int:
             timed = header.subject_ns[1 + twice.speed.warmup :]  # type: ignore[union-attr]
             print(f"  the judge's round trip, {size.name}: {statistics.median(timed) / 1e6:.3f} ms a call (median)")
         print(f"  ({time.monotonic() - started:.0f} s)")
-    finally:
-        pool.close()
     return 0
 
 

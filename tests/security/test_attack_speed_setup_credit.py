@@ -17,9 +17,12 @@ ahead gains nothing it did not earn: its score stays near the honest loop's (bel
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tests.security.conftest import Submit
+from tests.speed_verdicts import speed_seen
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -76,23 +79,32 @@ SKIPS_WARMUP = AHEAD.replace("{SKIP}", "torch.empty(x.shape[0], y.shape[0])  # n
 DOES_WARMUP = AHEAD.replace("{SKIP}", "_loop(x, y)  # right, should warm-up calls ever be checked")
 
 
-@pytest.fixture(scope="module")
-def honest(submit: Submit) -> dict:
-    verdict = submit(HONEST, PROBLEM)
-    assert verdict["speed"] is not None and verdict["speed"]["speedup"] is not None, verdict
-    return verdict
+# The gain that fails: the attack unfixed gained 3.7x (11.81x against 3.19x). Under runc calls are timed on each
+# child's CPU clock, which another process on the machine leaves alone; under gVisor on the wall clock, which a
+# loaded machine tilts call by call (one grading each, with four CPU-bound processes beside the suite on 2 cores:
+# 2.37x against 1.33x, the honest loop's 32 x 32 at 0.71x). So two rounds, interleaved, and their geometric mean;
+# and a wider bound under gVisor that the unfixed attack's gain still clears (SECURITY.md, residual risks).
+BOUND = {"runc": 1.5, "runsc": 2.0}
+ROUNDS = 2
 
 
 @pytest.mark.parametrize("source", [SKIPS_WARMUP, DOES_WARMUP], ids=["skips its warm-up", "does its warm-up"])
 def test_results_computed_ahead_with_the_baselines_setup_as_credit_earn_nothing(
-    submit: Submit, honest: dict, source: str
+    submit: Submit, source: str, sandbox_runtime: str
 ) -> None:
-    assert honest["status"] == "time_limit_exceeded", honest  # the loop alone is not fast enough
-    verdict = submit(source, PROBLEM)
-    speed, fair = verdict["speed"], honest["speed"]
-    assert speed is not None and speed["speedup"] is not None, verdict
-    gained = {
-        size["name"]: (size["speedup"], was["speedup"]) for size, was in zip(speed["sizes"], fair["sizes"], strict=True)
-    }
-    assert verdict["status"] != "accepted", (speed["speedup"], fair["speedup"], gained, speed["setup_charge_ms"])
-    assert speed["speedup"] <= 1.5 * fair["speedup"], (speed["speedup"], fair["speedup"], gained)
+    rounds, seen = [], []
+    for _ in range(ROUNDS):  # interleaved: the host's own noise drifts
+        honest, verdict = submit(HONEST, PROBLEM), submit(source, PROBLEM)
+        assert honest["status"] == "time_limit_exceeded", speed_seen(honest)  # the loop alone is not fast enough
+        fair, speed = honest["speed"], verdict["speed"]
+        assert fair is not None and fair["speedup"] is not None, speed_seen(honest)
+        assert speed is not None and speed["speedup"] is not None, speed_seen(verdict)
+        gained = {
+            size["name"]: (size["speedup"], was["speedup"])
+            for size, was in zip(speed["sizes"], fair["sizes"], strict=True)
+        }
+        seen.append((speed["speedup"], fair["speedup"], gained, speed["setup_charge_ms"]))
+        assert verdict["status"] != "accepted", seen
+        rounds.append(speed["speedup"] / fair["speedup"])
+    gain = math.prod(rounds) ** (1 / len(rounds))
+    assert gain <= BOUND[sandbox_runtime], (gain, seen)
