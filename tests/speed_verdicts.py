@@ -45,4 +45,7 @@ def speed_seen(verdict: dict) -> tuple:
     """What a failed assertion shows of a speed-graded verdict."""
     speed = verdict.get("speed") or {}
     sizes = [(size.get("name"), size.get("speedup"), size.get("submission_ms")) for size in speed.get("sizes") or []]
-    return verdict["status"], verdict.get("message"), speed.get("speedup"), sizes
+    failing = [
+        (t.get("name"), t.get("status"), t.get("message")) for t in verdict["tests"] if t.get("status") != "passed"
+    ]
+    return verdict["status"], verdict.get("message"), speed.get("speedup"), sizes, failing[:3], verdict.get("hidden")
