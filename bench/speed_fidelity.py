@@ -120,13 +120,14 @@ def truth(image: str, problem: LoadedProblem, modules: dict[str, str], args: arg
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def judged(grader: SpeedGrader, problem: LoadedProblem, source: str, seed: int) -> list[float]:
-    """The judged median call per size (ms) of one grading."""
+def judged(grader: SpeedGrader, problem: LoadedProblem, source: str, seed: int) -> list[tuple[float, int, float]]:
+    """Per size, of one grading: the judged time of a call (ms), the calls in each timed region, and the harness's
+    time per call taken off (ms)."""
     verdict = grader.grade(problem, source, seed, ACCEPTED)
     speed = verdict.speed
     if speed is None or speed.speedup is None or not speed.sizes:
         raise SystemExit(f"{problem.id}: not measured: {verdict.status} {verdict.message}")
-    return [size.submission_ms for size in speed.sizes]
+    return [(size.submission_ms, size.batch, size.harness_ms) for size in speed.sizes]
 
 
 def score(grader: SpeedGrader, problem: LoadedProblem, source: str, seed: int) -> float:
@@ -147,13 +148,17 @@ def fidelity(grader: SpeedGrader, image: str, problem: LoadedProblem, args: argp
     true = truth(image, problem, modules, args, cpu)
     seen = {label: judged(grader, problem, module, 7 + index) for index, (label, module) in enumerate(modules.items())}
     print(f"{problem.id} ({entry}):")
-    print(f"  {'size':<34} {'truth ms':>9} {'judged ms':>10} {'judged/truth':>13}  {'x2 judged':>9} {'x4 judged':>9}")
+    print(
+        f"  {'size':<34} {'truth ms':>9} {'judged ms':>10} {'judged/truth':>13}  {'x2 judged':>9} {'x4 judged':>9}"
+        f" {'region':>6} {'harness ms':>10}"
+    )
     for index, size in enumerate(problem.speed.sizes):  # type: ignore[union-attr]
-        t, j = true["x1"][index], seen["x1"][index]
-        x2, x4 = seen["x2"][index] / j, seen["x4"][index] / j
+        t, (j, batch, harness) = true["x1"][index], seen["x1"][index]
+        x2, x4 = seen["x2"][index][0] / j, seen["x4"][index][0] / j
         t4 = true["x4"][index] / t
         print(
             f"  {size.name[:34]:<34} {t:>9.4f} {j:>10.4f} {j / t:>12.2f}x  {x2:>8.2f}x {x4:>8.2f}x"
+            f" {batch:>6} {harness:>10.4f}"
             f"   within 1.5x+0.05 ms: {mark(j <= 1.5 * t + 0.05)}; x4 within 25 %: {mark(abs(x4 / 4 - 1) <= 0.25)}"
             f" (truth x4 {t4:.2f}x)"
         )

@@ -11,8 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.config import REPO_ROOT, Settings
+from tests.speed_problem import service_problems
 
 PROBLEMS_DIR = REPO_ROOT / "problems"
+SERVICE_PROBLEMS_DIR = service_problems(PROBLEMS_DIR)  # what the tests' services serve (tests/speed_problem.py)
 CASES_DIR = Path(__file__).parent / "cases"
 
 # Hermetic: the operator's own settings (an admin token, API keys, a rate limit, a webhook secret exported in the
@@ -24,7 +26,7 @@ for _name in [name for name in os.environ if name.startswith(OPERATOR_PREFIXES)]
 
 
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"data_dir": data_dir, "problems_dir": PROBLEMS_DIR, "pool_size": 2}
+    values: dict[str, object] = {"data_dir": data_dir, "problems_dir": SERVICE_PROBLEMS_DIR, "pool_size": 2}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 

@@ -15,7 +15,7 @@ from grader.components import Components, build
 from grader.config import Settings
 from grader.grading.speed_stats import SizeSpeed, SpeedResult
 from grader.grading.verdict import Status, TestResult, TestStatus, Verdict
-from tests.conftest import PROBLEMS_DIR
+from tests.conftest import SERVICE_PROBLEMS_DIR
 
 SPEED_PROBLEM = "pairwise-distances"  # problems/: speed-graded
 PLAIN_PROBLEM = "embedding-layer"  # problems/: not speed-graded
@@ -116,7 +116,7 @@ def submit_and_grade(
 def graderless_service(root: Path, **settings: Any) -> Components:
     """A service whose grader never runs (its verdicts come from verdict_with): the problems loaded, the database
     made. Nothing is started: the tests drive processing themselves (submit_and_grade)."""
-    service = build(Settings(data_dir=root / "data", problems_dir=PROBLEMS_DIR, problems_poll_s=0, **settings))
+    service = build(Settings(data_dir=root / "data", problems_dir=SERVICE_PROBLEMS_DIR, problems_poll_s=0, **settings))
     service.db.create_all()
     service.watcher.poll()
     return service

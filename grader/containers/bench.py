@@ -1,5 +1,5 @@
 """A benchmark job in one container (sandbox/runner/timing.py runs it): sent, and its frames collected and
-checked against the job that was sent: the subject's load, then per size its checked calls and its times, in
+checked against the job that was sent: the subject's load, then per size its kept calls and its times, in
 order, every count what the job asked for, then how it ended."""
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ class BenchOutcome:
     times; how it ended (None only when the subject did not load)."""
 
     load: LoadHeader
-    calls: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (size, call) -> returned bytes
+    calls: dict[tuple[int, int], bytes] = field(default_factory=dict)  # (size, call) -> returned bytes, kept
     sizes: list[SizeHeader] = field(default_factory=list)
     end: BenchEndHeader | None = None
 
 
 def frame_budget_s(job: BenchJob) -> float:
     """How long the trusted side waits for the next frame: a size's frames come once all its calls are made."""
-    modules = 2 if job.baseline else 1
-    return job.load_time_s + job.bench.calls * modules * (job.limits.time_s + 0.05) + FRAME_SLACK_S
+    per_size = job.timings() / len(job.bench.sizes) if not job.only else len(job.only)
+    return job.load_time_s + per_size * (job.limits.time_s + 0.05) + FRAME_SLACK_S
 
 
 def run_bench(container: SandboxContainer, job: BenchJob, deadline: float) -> BenchOutcome:
@@ -60,9 +60,7 @@ def run_bench(container: SandboxContainer, job: BenchJob, deadline: float) -> Be
 
 def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, deadline: float) -> None:
     bench = job.bench
-    expected_calls = [call for call in range(bench.calls) if bench.checked(call)]
-    baseline_count = bench.calls if job.baseline else 0
-    size, pending, received = 0, list(expected_calls), 0
+    size, kept, received = 0, [], 0
     while True:
         frame = container.next_frame(min(deadline, time.monotonic() + frame_budget_s(job)))
         header = frame.header
@@ -76,20 +74,36 @@ def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, 
             raise SandboxProtocolError("a benchmark's frame after its last size")
         if frame.kind == CALL:
             assert isinstance(header, CallHeader)
-            if header.size != size or not pending or header.call != pending[0]:
-                raise SandboxProtocolError("a benchmark's calls out of order")
-            pending.pop(0)
+            if header.size != size or not _next_kept(job, size, kept, header.call):
+                raise SandboxProtocolError("a benchmark's kept calls out of order, or not the job's")
+            kept.append(header.call)
             outcome.calls[(size, header.call)] = frame.body
             received += len(frame.body)
             if received > job.total_bytes():  # the runner ends the benchmark before: this one does not
                 raise SandboxProtocolError("a benchmark's values over the job's total")
         elif frame.kind == SIZE:
             assert isinstance(header, SizeHeader)
-            if header.size != size or pending:
+            if header.size != size or not _all_kept(job, size, kept):
                 raise SandboxProtocolError("a benchmark's size out of order, or without its calls")
-            if (len(header.subject_ns), len(header.baseline_ns)) != (bench.calls, baseline_count):
+            times = len(job.calls_at(size)) if job.only else bench.calls
+            if (len(header.subject_ns), len(header.baseline_ns)) != (times, times if job.baseline else 0):
                 raise SandboxProtocolError("a benchmark's times do not match its calls")
             outcome.sizes.append(header)
-            size, pending = size + 1, list(expected_calls)
+            size, kept = size + 1, []
         else:
             raise SandboxProtocolError(f"unexpected frame kind during a benchmark: {frame.kind!r}")
+
+
+def _next_kept(job: BenchJob, size: int, kept: list[int], call: int) -> bool:
+    """Whether `call` may be the size's next kept call: a reference job's next; else the first call (0), then
+    `bench.kept` of the timed calls, in order, past the warm-up."""
+    if job.only:
+        calls = job.calls_at(size)
+        return len(kept) < len(calls) and calls[len(kept)] == call
+    if not kept:
+        return call == 0
+    return len(kept) <= job.bench.kept and max(kept[-1], job.bench.warmup) < call < job.bench.max_call
+
+
+def _all_kept(job: BenchJob, size: int, kept: list[int]) -> bool:
+    return len(kept) == (len(job.calls_at(size)) if job.only else 1 + job.bench.kept)

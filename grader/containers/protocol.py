@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 # The contract itself, shipped in the sandbox image: kinds, outcome words, bounds, bounded JSON and text, the job.
-from sandbox.runner.bench_job import Bench, BenchJob, BenchSize
+from sandbox.runner.bench_job import KEPT, Bench, BenchJob, BenchSize
 from sandbox.runner.messages import Job, JobTest, Limits
 from sandbox.runner.protocol import (
     BENCH_END,
@@ -26,6 +26,8 @@ from sandbox.runner.protocol import (
     LOAD,
     LOAD_OUTCOMES,
     MAGIC,
+    MAX_BENCH_BATCH,
+    MAX_BENCH_CALL,
     MAX_BENCH_CALLS,
     MAX_BENCH_SIZES,
     MAX_CALL_NS,
@@ -68,10 +70,13 @@ __all__ = [
     "BENCH_END",
     "BENCH_JOB",
     "CALL",
+    "MAX_BENCH_BATCH",
+    "MAX_BENCH_CALL",
     "MAX_BENCH_CALLS",
     "MAX_BENCH_SIZES",
     "MAX_CALL_NS",
     "SIZE",
+    "KEPT",
     "Bench",
     "BenchJob",
     "BenchSize",
@@ -194,31 +199,36 @@ class DoneHeader(_Frame):
 
 # -- a benchmark's frames (sandbox/runner/timing.py) ---------------------------------------------------------
 SizeIndex = Annotated[int, Field(ge=0, lt=MAX_BENCH_SIZES)]
-CallIndex = Annotated[int, Field(ge=0, lt=MAX_BENCH_CALLS)]
+CallIndex = Annotated[int, Field(ge=0, lt=MAX_BENCH_CALL)]
+Batch = Annotated[int, Field(ge=1, le=MAX_BENCH_BATCH)]
 Nanoseconds = Annotated[int, Field(ge=0, le=MAX_CALL_NS)]
 
 
 class CallHeader(_Frame):
-    """A checked call of the subject's: its size and number; the body is the value it returned."""
+    """A kept call of the subject's (to be checked): its size and number; the body is the value it returned."""
 
     size: SizeIndex
     call: CallIndex
 
 
 class SizeHeader(_Frame):
-    """One size's raw times, every call's in order, as the benchmark's clock measured them (the first, the warm-up,
-    the timed repetitions), from its command to its whole value; the baseline's empty when there is none."""
+    """One size's times, in order, as the benchmark's clock measured them net of the harness (the first call, the
+    warm-up calls, then each timed region's per call), from a command to its whole value; the baseline's empty
+    when there is none. The calls in each module's timed regions, and the harness's time per call taken off."""
 
     size: SizeIndex
     subject_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
     baseline_ns: list[Nanoseconds] = Field(max_length=MAX_BENCH_CALLS)
+    subject_batch: Batch = 1
+    baseline_batch: Batch = 1
+    harness_ns: Nanoseconds = 0
 
 
 class BenchEndHeader(_Failure):
     """How a benchmark ended: ok, or the first call (or load of the baseline) that did not, and whose it was."""
 
     status: Status
-    who: Literal["", "subject", "baseline"]
+    who: Literal["", "subject", "baseline", "judge"]  # judge: the inputs' code, the null module
     cpu: int = Field(ge=-1, le=4095)
     size: SizeIndex | None = None
     call: CallIndex | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,10 +244,12 @@ def bench_job(
     max_result_bytes: int | None = None,
     give_up: bool = True,
     max_total_bytes: int = 0,
+    only: Sequence[tuple[int, int]] = (),
 ) -> BenchJob:
     """The benchmark of `subject` against `baseline` ("": none, the calls only) on the problem's speed inputs
     drawn under `seed`; each call's returned value at most `max_result_bytes` (the server's cap by default). A
-    subject far slower than the threshold allows is stopped early (BenchJob.max_ratio)."""
+    subject far slower than the threshold allows is stopped early (BenchJob.max_ratio). `only`: a reference's
+    job, the calls (size, call) to make, each alone."""
     speed, limits = problem.speed, problem.speed_limits
     return BenchJob(
         subject=subject,
@@ -268,6 +270,7 @@ def bench_job(
         max_result_bytes=min(max_result_bytes or sandbox.max_result_bytes, sandbox.max_result_bytes),
         max_ratio=GIVE_UP_FACTOR / speed.threshold if baseline and give_up else 0.0,
         max_total_bytes=max_total_bytes,
+        only=tuple(only),
     )
 
 

@@ -19,7 +19,7 @@ from grader import phases
 from grader.config_groups import SandboxSettings
 from grader.containers.bench import BenchOutcome
 from grader.containers.container import SandboxLost
-from grader.containers.protocol import Outcome
+from grader.containers.protocol import KEPT, Outcome
 from grader.grading.execution import NoSandbox, bench_job, run_benchmark
 from grader.grading.expected import ExpectedCache, ProblemBroken
 from grader.grading.judge import CRASHED, Judge
@@ -83,14 +83,16 @@ class SpeedGrader:
         result: SpeedResult,
         give_up: bool,
     ) -> Verdict:
-        try:
-            expected = self.expected.bench(problem, self.sandboxes.image_id or "unknown", seed)
+        image = self.sandboxes.image_id or "unknown"
+        firsts = [(size, 0) for size in range(len(problem.speed.sizes))]  # type: ignore[attr-defined]
+        try:  # the reference's first call at each size: its values' sizes bound the submission's, before it runs
+            largest = max(len(body) for body in self.expected.bench(problem, image, seed, firsts).values())
         except ProblemBroken as exc:
             return _judges(verdict, result, str(exc))
         except (SandboxLost, NoSandbox) as exc:
             return _judges(verdict, result, f"the judge could not run the reference's benchmark: {exc}")
-        largest = max((len(body) for body in expected.values()), default=0)
-        total = 2 * sum(len(body) for body in expected.values()) + 1024 * 1024  # in all, against the reference's
+        kept = len(firsts) * (1 + min(problem.speed.repeats, KEPT))  # type: ignore[attr-defined]
+        total = largest * kept * 5 // 4 + 1024 * 1024  # in all, against the reference's
         job = bench_job(problem, source, baseline, self.sandbox, seed, 2 * largest + 64 * 1024, give_up, total)
         try:
             run = run_benchmark(self.sandboxes, job)
@@ -99,21 +101,25 @@ class SpeedGrader:
         if run.outcome is None:
             message = f"{CRASHED} during the benchmark"
             return _fails(verdict, result, Status.RUNTIME_ERROR, message)
-        failed = self._failure(problem, run.outcome, expected, verdict, result)
+        failed = self._failure(problem, run.outcome, verdict, result)
         if failed is not None:
             return failed
+        try:  # the reference on the very calls the benchmark kept (drawn as they came: no module knew which)
+            expected = self.expected.bench(problem, image, seed, sorted(run.outcome.calls))
+        except ProblemBroken as exc:
+            return _judges(verdict, result, str(exc))
+        except (SandboxLost, NoSandbox) as exc:
+            return _judges(verdict, result, f"the judge could not run the reference's benchmark: {exc}")
+        wrong = self._wrong(problem, run.outcome, expected, verdict, result)
+        if wrong is not None:
+            return wrong
         return _timed(problem, run.outcome, verdict, result)
 
     def _failure(
-        self,
-        problem: ProblemSpec,
-        outcome: BenchOutcome,
-        expected: dict[tuple[int, int], bytes],
-        verdict: Verdict,
-        result: SpeedResult,
+        self, problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result: SpeedResult
     ) -> Verdict | None:
-        """The verdict when the benchmark did not measure a correct submission: its load, a call that failed,
-        the baseline's failure (the judge's), a call whose value is wrong; None when all went well."""
+        """The verdict when the benchmark did not measure the submission: its load, a call that failed, the
+        baseline's or the judge's own failure (the judge's); None when every call ran."""
         speed = problem.speed  # type: ignore[attr-defined]
         load = outcome.load
         if load.error_type == "BenchInputs":  # built before the module was loaded: the problem's failure
@@ -126,9 +132,23 @@ class SpeedGrader:
         if end.status != Outcome.OK:
             if end.who == "baseline":
                 return _judges(verdict, result, f"the baseline {result.baseline!r} failed: {_said(end)}")
+            if end.who == "judge":
+                return _judges(verdict, result, f"the benchmark failed: {_said(end)}")
             where = _where(speed, end.size, end.call)
             status = TEST_TO_STATUS[RUNNER_TO_TEST.get(end.status, RUNNER_TO_TEST[Outcome.ERROR])]
             return _fails(verdict, result, status, f"the benchmark, {where}: {_said(end)}")
+        return None
+
+    def _wrong(
+        self,
+        problem: ProblemSpec,
+        outcome: BenchOutcome,
+        expected: dict[tuple[int, int], bytes],
+        verdict: Verdict,
+        result: SpeedResult,
+    ) -> Verdict | None:
+        """The verdict when a kept call's value is not the reference's on the same inputs; None when all are."""
+        speed = problem.speed  # type: ignore[attr-defined]
         for (size, call), body in sorted(outcome.calls.items()):
             found = self.judge.call(expected.get((size, call)), body, speed.check.model_dump())
             if found:
@@ -148,7 +168,15 @@ def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result
     baseline_import = (end.baseline_load_ms or 0.0) * 1e6
     charge = setup_charge_ns(subject_import, baseline_import, [size.subject_ns for size in outcome.sizes], speed.warmup)
     sizes = [
-        size_speed(spec.name, header.subject_ns, header.baseline_ns, speed.warmup, charge)
+        size_speed(
+            spec.name,
+            header.subject_ns,
+            header.baseline_ns,
+            speed.warmup,
+            charge,
+            (header.subject_batch, header.baseline_batch),
+            header.harness_ns,
+        )
         for spec, header in zip(speed.sizes, outcome.sizes, strict=True)
     ]
     value, interval = score(sizes, speed.score)

@@ -1,5 +1,7 @@
-"""A speed-graded verdict's numbers, made on the trusted side from the raw times the runner measured
-(sandbox/runner/timing.py: each child's CPU time per call where the kernel keeps it, else the wall clock).
+"""A speed-graded verdict's numbers, made on the trusted side from the times the runner measured
+(sandbox/runner/timing.py: each child's CPU time where the kernel keeps it, else the wall clock; per call, net
+of the harness's own time as the judge's null module measured it beside each; each timed region's time over
+its calls).
 
 Per size, the speed-up is the baseline's timed calls' total over the submission's: all of a module's work
 counts, wherever it put it among its calls (a median of per-call ratios would credit a module that makes just
@@ -42,6 +44,9 @@ class SizeSpeed(BaseModel):
     submission_first_ms: float
     baseline_first_ms: float
     repeats: int
+    batch: int = 1  # the submission's calls in each timed region (autorange)
+    baseline_batch: int = 1
+    harness_ms: float = 0.0  # the harness's own time per call, taken off the submission's
 
 
 class SpeedResult(BaseModel):
@@ -83,9 +88,16 @@ def ratio_interval(subject: Sequence[float], baseline: Sequence[float]) -> tuple
 
 
 def size_speed(
-    name: str, subject_ns: Sequence[float], baseline_ns: Sequence[float], warmup: int, charge_ns: float
+    name: str,
+    subject_ns: Sequence[float],
+    baseline_ns: Sequence[float],
+    warmup: int,
+    charge_ns: float,
+    batches: tuple[int, int] = (1, 1),
+    harness_ns: float = 0.0,
 ) -> SizeSpeed:
-    """One size's numbers from its raw times (every call, in order: the first, the warm-up, the timed ones)."""
+    """One size's numbers from its times (in order: the first call, the warm-up calls, the timed regions' per
+    call); `batches`, the calls in each module's timed regions."""
     subject = [ns + charge_ns for ns in subject_ns[1 + warmup :]]
     baseline = list(baseline_ns[1 + warmup :])
     low, high = ratio_interval(subject, baseline)
@@ -98,6 +110,9 @@ def size_speed(
         submission_first_ms=_rounded(subject_ns[0] / 1e6),
         baseline_first_ms=_rounded(baseline_ns[0] / 1e6),
         repeats=len(subject),
+        batch=batches[0],
+        baseline_batch=batches[1],
+        harness_ms=_rounded(harness_ns / 1e6),
     )
 
 

@@ -99,7 +99,8 @@ class TestCase(Strict):
 
 
 class Pitfall(Strict):
-    """A known wrong solution: it must fail a test, and a submission giving its outputs gets its hint."""
+    """A known wrong solution: it must fail a test, and a submission giving its outputs gets its hint. Or, with
+    `slow`, a correct one too slow for a speed-graded problem: it must pass every test and be refused as slow."""
 
     name: str = Field(min_length=1, max_length=200, description="unique within the problem; never shown")
     hint: str = Field(min_length=1, max_length=2000, description="shown to a submission that makes this mistake")
@@ -108,6 +109,11 @@ class Pitfall(Strict):
         description="a whole module defining every entry point, or only the functions and classes of the reference "
         "that make the mistake: then the module run is the reference followed by this code, whose definitions "
         "replace the reference's of the same names; never shown",
+    )
+    slow: bool = Field(
+        False,
+        description="a correct solution too slow for the speed threshold (a speed-graded problem only): "
+        "`grader problems check` requires it to pass every test and to be refused as slow",
     )
     # The module that is run: `code`, or the reference followed by it (a partial pitfall); set by Problem.
     _module: str | None = PrivateAttr(None)
@@ -255,6 +261,14 @@ class Problem(Strict):
                 f"a speed-graded problem's {memory} MB must fit twice in a sandbox (the submission and the baseline "
                 f"run side by side): at most {ceiling // 2} MB here (half of GRADER_MAX_MEMORY_MB)",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _slow_pitfalls(self) -> Problem:
+        """A slow pitfall is refused for its speed: only a speed-graded problem has one."""
+        for index, pitfall in enumerate(self.pitfalls):
+            if pitfall.slow and self.speed is None:
+                raise NestedError(("pitfalls", index, "slow"), "only a speed-graded problem (with `speed`) has one")
         return self
 
     @model_validator(mode="after")

@@ -7,7 +7,11 @@ it, so none can take part in making the inputs.
 A module's child (the subject's, the baseline's) loads its module when told (the load is timed), then makes
 the calls the runner asks for, one at a time: each command carries that call's inputs, decoded inside the timed
 call, so that a module never holds the inputs of a call before it is made (it cannot compute a later call's
-result ahead, in an earlier call, at import or in the warm-up); it answers with the returned value.
+result ahead, in an earlier call, at import or in the warm-up); it answers with the returned value, whole.
+
+The null module's child (the judge's, no code of anyone else's) does the same with a function that does
+nothing and returns a value of as many bytes as its command says: the harness's own cost of a call on the same
+inputs with a value of the same size, which the runner takes off a module's time.
 """
 
 from __future__ import annotations
@@ -98,6 +102,25 @@ def inputs_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
         _send(res_w, protocol.CHILD_RESULT, report.header(), body)
 
 
+class Ballast:
+    """The null module's values: one tensor of each size asked for, made once (its pages touched, as a module's
+    fresh value's are), returned again at each call of that size."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, torch.Tensor] = {}
+
+    def __call__(self, value_bytes: int) -> torch.Tensor:
+        if value_bytes not in self.made:
+            if len(self.made) > 64:
+                self.made.clear()
+            self.made[value_bytes] = torch.ones(max(0, value_bytes - 64), dtype=torch.uint8)  # less the manifest
+        return self.made[value_bytes]
+
+
+def _null(*args: object, **kwargs: object) -> None:
+    return None
+
+
 def _call(function: object, inputs: bytes, device: str, max_result: int) -> tuple[Report, bytes]:
     """One call on its inputs (decoded here, inside the timed call, for both modules alike), and its value
     encoded: the runner times all of it."""
@@ -133,15 +156,20 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
         os._exit(0)
     if kind != protocol.CHILD_GO:
         os._exit(0)
-    entry_points, failure = load_submission(job.source, (bench.entry_point,))
+    entry_points, failure = load_submission(job.source, () if bench.null else (bench.entry_point,))
     max_result = job.max_result_bytes
     del job
     _send(res_w, protocol.CHILD_LOAD, (failure or Report(Outcome.OK)).header())
     if failure is not None:
         os._exit(0)
-    function = entry_points[bench.entry_point]
+    function = _null if bench.null else entry_points[bench.entry_point]
+    ballast = Ballast()
     for command, inputs in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
-        report, value = _call(function, inputs, bench.device, max_result)
+        if bench.null:
+            value = ballast(command.value_bytes)
+            report, value = _call(lambda *_, **__: value, inputs, bench.device, max_result)  # noqa: B023
+        else:
+            report, value = _call(function, inputs, bench.device, max_result)
         del inputs
         report.index = command.call
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)

@@ -102,12 +102,15 @@ MAX_OUTPUT_KB = 1 << 20
 MAX_ENTRY_POINTS = 64
 MIN_RESULT_BYTES, MAX_RESULT_BYTES = 1024, 1 << 30
 TRUNCATED = " … (truncated)"
-# A benchmark's sizes, the calls made at each (the first, the warm-up, the timed repetitions), a size's own
-# parameters (scalars given to the inputs' code), and one call's time as the runner measured it.
+# A benchmark's sizes, the times taken at each (the first call, the warm-up calls, the timed regions), the calls
+# in one timed region (distinct inputs each: bench_job.py), the number a call may have (each on inputs of its
+# own), a size's own parameters (scalars given to the inputs' code), and one time as the runner measured it.
 MAX_BENCH_SIZES = 16
 MAX_BENCH_WARMUP = 50
 MAX_BENCH_REPEATS = 200
 MAX_BENCH_CALLS = 1 + MAX_BENCH_WARMUP + MAX_BENCH_REPEATS
+MAX_BENCH_BATCH = 32
+MAX_BENCH_CALL = 1 + MAX_BENCH_WARMUP + MAX_BENCH_REPEATS * MAX_BENCH_BATCH
 MAX_SIZE_PARAMS = 16
 MAX_SIZE_NAME = 40
 MAX_CALL_NS = 10**15

@@ -43,6 +43,7 @@ OFFSET_NR = 0
 OFFSET_ARCH = 4
 OFFSET_ARGS = 16  # args[i] at 16 + 8 * i; its low 32 bits first (little-endian)
 LD_W_ABS = 0x20
+JA = 0x05  # BPF_JMP | BPF_JA: k instructions forward
 JEQ_K = 0x15
 JGE_K = 0x35
 JSET_K = 0x45
@@ -168,21 +169,26 @@ def build(machine: str, protected: tuple[int, ...], pinned: bool = False) -> lis
     emit(JEQ_K, 0, 0, "deny")
     emit(LD_W_ABS, OFFSET_ARGS + 8)
     emit(JEQ_K, 0, "allow", "deny")
-    # A protected process, its process group, or -1: every process.
-    pids = [pid for pid in protected if pid > 0]  # 0 is the caller itself: never protected from itself
-    targets = sorted({pid & 0xFFFFFFFF for pid in pids} | {-pid & 0xFFFFFFFF for pid in pids} | {0xFFFFFFFF})
-    for name, index in TARGETED.items():
-        emit(JEQ_K, number[name], 0, 2 + len(targets))  # not this call: skip its block
-        emit(LD_W_ABS, OFFSET_ARGS + 8 * index)
-        for target in targets:
-            emit(JEQ_K, target, "deny", 0)
-        emit(RET_K, RET_ALLOW)
-    labels = {"allow": len(program), "deny": len(program) + 1, "enosys": len(program) + 2}
+    # The shared returns, here: every jump above reaches them within a jump's 255 instructions, however many
+    # processes are protected (each block below returns in place); a plain jump (k: 32 bits) steps over them.
+    labels = {"allow": len(program) + 1, "deny": len(program) + 2, "enosys": len(program) + 3}
     program += [
+        (JA, 0, 0, 3),
         (RET_K, 0, 0, RET_ALLOW),
         (RET_K, 0, 0, RET_ERRNO | errno.EPERM),
         (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),
     ]
+    # A protected process, its process group, or -1: every process.
+    pids = [pid for pid in protected if pid > 0]  # 0 is the caller itself: never protected from itself
+    targets = sorted({pid & 0xFFFFFFFF for pid in pids} | {-pid & 0xFFFFFFFF for pid in pids} | {0xFFFFFFFF})
+    for name, index in TARGETED.items():
+        emit(JEQ_K, number[name], 0, 3 + len(targets))  # not this call: skip its block
+        emit(LD_W_ABS, OFFSET_ARGS + 8 * index)
+        for at, target in enumerate(targets):
+            emit(JEQ_K, target, len(targets) - at, 0)  # to the block's own refusal
+        emit(RET_K, RET_ALLOW)
+        emit(RET_K, RET_ERRNO | errno.EPERM)
+    emit(RET_K, RET_ALLOW)
     resolved = []
     for index, (code, jt, jf, k) in enumerate(program):
         jumps = []

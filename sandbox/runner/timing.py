@@ -1,29 +1,34 @@
-"""The runner's side of a benchmark (bench_job.py): two children, one CPU, a clock outside both.
+"""The runner's side of a benchmark (bench_job.py): three children on one CPU, a clock outside them.
 
-The subject and the baseline are each loaded in a child of their own, both pinned to the same CPU and kept to
-one thread (for good: seccomp then refuses another CPU, another thread, and the timers and signals a stopped
-process could be woken by), the subject kept from signalling the baseline. Only one of them runs at any time:
-the other is stopped (SIGSTOP, waited for), so that nothing the subject does runs while the baseline is timed,
-nor between its own calls. The calls alternate (A B, then B A, so neither always goes first).
+The subject, the baseline and the judge's null module are each loaded in a child of their own, all pinned to
+the same CPU and kept to one thread (for good: seccomp then refuses another CPU, another thread, and the timers
+and signals a stopped process could be woken by), the subject kept from signalling the others. Only one of them
+runs at any time: the others are stopped (SIGSTOP, waited for), so that nothing the subject does runs while
+another is timed, nor between its own regions. The modules alternate (A B, then B A, so neither always goes
+first); after each of a module's timings the null module makes the same calls, on the same inputs, returning
+values of the same sizes, and its time (the harness's: frames, decoding, encoding) is taken off the module's.
 
-Each call is timed from its command to its whole value (the value is the work: a child cannot stop the clock
-before its work is done), on the child's own CPU time where the kernel keeps it (/proc/<pid>/schedstat, in
-ns): neither another process on the CPU nor the round trip through the runner is in it, and whatever CPU the
-child had while it was to be stopped is added to its next call. Where there is no such count (gVisor), the
-runner's wall clock. The returned values of the subject's first and timed calls go to the trusted side, which
-checks them against the reference's on the same inputs; the raw times go there too, and the statistics are
-made there.
+A region (one call, or as many in a row as autorange asks) is timed from its first command to its last whole
+value (the value is the work: a child cannot stop the clock before its work is done), on the child's own CPU
+time where the kernel keeps it (/proc/<pid>/schedstat, in ns): neither another process on the CPU nor the
+round trip through the runner is in it, and whatever CPU the child had while it was to be stopped is added to
+its next region. Where there is no such count (gVisor), the runner's wall clock. Every CPU nanosecond a module's
+child has after its load is charged to it. The inputs come from a fourth child that runs only the judge's and
+the problem's code, asked for each region's before the region starts. Of each region the runner keeps one
+value, drawn as they come; those and the raw times go to the trusted side, which checks the values against the
+reference's on the same inputs and makes the statistics.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import time
 from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
-from .bench_job import GIVE_UP_S, BenchJob, CallCommand
+from .bench_job import GIVE_UP_S, NULL_SOURCE, BenchJob, CallCommand, autorange
 from .child import Child
 from .messages import ChildJob, Report
 from .outcomes import memory_outcome
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 FREEZE_WAIT_S = 0.5
+MIN_NET_NS = 1_000  # a call's time, the harness's taken off, at least: noise cannot make it nothing
 STOPPED_STATES = (b"T", b"t", b"Z", b"X")
 
 
@@ -116,105 +122,108 @@ def thaw(proc: Child) -> None:
 
 
 class Benchmark:
-    """One benchmark job, run to its end: frames LOAD, then per size the checked calls (CALL) and the times
-    (SIZE), then BENCH_END; the runner's DONE follows as after any job."""
+    """One benchmark job, run to its end: frames LOAD, then per size the kept calls (CALL) and the times (SIZE),
+    then BENCH_END; the runner's DONE follows as after any job."""
 
     def __init__(self, runner: Runner, job: BenchJob) -> None:
         self.runner, self.job, self.bench = runner, job, job.bench
         self.cpu = pick_cpu()
         self.oom_before = cleanup.oom_kills()
-        self.spent = {"subject": 0, "baseline": 0}  # every call's time so far, in ns
-        self.returned = 0  # the bytes of the subject's checked calls so far (BenchJob.total_bytes)
+        self.spent = {"subject": 0, "baseline": 0}  # every call's net time so far, in ns
+        self.returned = 0  # the bytes of the subject's kept calls so far (BenchJob.total_bytes)
         self.cpu_clock = True  # each child's CPU time where the kernel keeps it (runc), else the wall clock
         self.stopped_at: dict[int, int] = {}  # a child's CPU time when it was last stopped
-        self.inputs: dict[tuple[int, int], bytes] = {}  # each call's, encoded (execute_bench.py inputs_main)
+        self.inputs: dict[tuple[int, int], bytes] = {}  # the coming region's, encoded (execute_bench.py)
+        self.maker: Child | None = None  # the inputs' child
+        self.failed_call: int | None = None  # the call a region ended at, when it failed
 
     def run(self) -> None:
-        inputs = self._inputs()
-        if isinstance(inputs, Report):  # the problem's inputs' code failed: no module was loaded
-            self.runner.emit(protocol.LOAD, {**inputs.header(), "time_ms": 0})
+        maker = Child(self.runner.forker)
+        try:
+            self._run_with(maker)
+        finally:
+            end_alone(maker)
+
+    def _run_with(self, maker: Child) -> None:
+        self.maker = maker
+        started = self._start_inputs(maker)
+        if started is None:  # each size's first call's inputs: code that fails at once fails before any load
+            started = self._fetch([(size, 0) for size in range(len(self.bench.sizes))])
+        if started is not None:  # the problem's inputs' code failed: no module was loaded
+            self.runner.emit(protocol.LOAD, {**started.header(), "time_ms": 0})
             return
-        self.inputs = inputs
-        baseline = Child(self.runner.forker) if self.job.baseline else None  # forked first: its pid is protected
+        timed = not self.job.only
+        # Forked before the subject: their pids are protected from it.
+        null = Child(self.runner.forker) if timed else None
+        baseline = Child(self.runner.forker) if self.job.baseline else None
         subject = self.runner.take_child()
         try:
-            self._run(subject, baseline)
+            self._run(subject, baseline, null)
         finally:
-            for proc in (subject, baseline):
+            for proc in (subject, baseline, null):
                 if proc is not None:
                     thaw(proc)
                     proc.close(wait=False)
-
-    def _inputs(self) -> dict[tuple[int, int], bytes] | Report:
-        """Every call's inputs, encoded, from a child of their own that runs only the judge's and the problem's
-        code; or why they could not be had (the problem's failure: BenchInputs)."""
-        proc = Child(self.runner.forker)
-        try:
-            made = self._start_inputs(proc)
-            if not isinstance(made, Report):
-                made = self._collect_inputs(proc)
-        finally:
-            end_alone(proc)
-        if isinstance(made, Report):
-            why = made.message or made.status
-            return Report(Outcome.ERROR, error_type="BenchInputs", message=f"the benchmark's inputs: {why}")
-        return made
 
     def _start_inputs(self, proc: Child) -> Report | None:
         job, bench = self.job, self.bench
         deadline = time.monotonic() + job.load_time_s
         report = proc.await_ready(deadline, self.oom_before, "building the inputs")
         if report is not None:
-            return report
+            return _inputs_failed(report)
         child_job = ChildJob(
             source="",  # no module: the inputs' child
             entry_points=(bench.entry_point,),
             memory_mb=job.limits.memory_mb,
-            cpu_s=job.load_time_s + len(bench.sizes) * bench.calls * job.limits.time_s + 5,
+            cpu_s=job.load_time_s + job.timings() * job.limits.time_s + 5,
             max_result_bytes=protocol.MAX_CALL_INPUT_BYTES,
             helpers=bench.helpers,
             bench=bench,
         )
         if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
-            return proc.unsent_outcome(self.oom_before, "building the inputs")
+            return _inputs_failed(proc.unsent_outcome(self.oom_before, "building the inputs"))
         report, _ = proc.await_frame(protocol.CHILD_BUILT, deadline, 1 << 20, self.oom_before, "building the inputs")
-        return None if report.status == Outcome.OK else report
+        return None if report.status == Outcome.OK else _inputs_failed(report)
 
-    def _collect_inputs(self, proc: Child) -> dict[tuple[int, int], bytes] | Report:
-        job, bench = self.job, self.bench
+    def _fetch(self, calls: list[tuple[int, int]]) -> Report | None:
+        """The inputs of the coming calls, from the inputs' child (while every module is stopped), those of earlier
+        calls dropped; or why they could not be had (the problem's failure)."""
+        proc, job = self.maker, self.job
+        assert proc is not None
+        self.inputs = {key: body for key, body in self.inputs.items() if key in calls}
         proc.reader.max_body = protocol.MAX_CALL_INPUT_BYTES + 64 * 1024
-        made: dict[tuple[int, int], bytes] = {}
-        total = 0
-        for size in range(len(bench.sizes)):
-            for call in range(bench.calls):
-                deadline = time.monotonic() + job.limits.time_s + job.load_time_s
-                phase = f"call {call + 1} at size {bench.sizes[size].name!r}"
-                if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
-                    return proc.unsent_outcome(self.oom_before, phase)
-                report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, 1 << 20, self.oom_before, phase)
-                if report.status != Outcome.OK or report.index != call:
-                    return report if report.status != Outcome.OK else Report(Outcome.ERROR, message=phase)
-                total += len(body)
-                if total > protocol.MAX_BENCH_INPUT_BYTES:
-                    return Report(Outcome.ERROR, message=f"more than {protocol.MAX_BENCH_INPUT_BYTES} bytes in all")
-                made[(size, call)] = body
-        return made
+        total = sum(len(body) for body in self.inputs.values())
+        for size, call in calls:
+            if (size, call) in self.inputs:
+                continue
+            deadline = time.monotonic() + job.limits.time_s + job.load_time_s
+            phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
+            if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
+                return _inputs_failed(proc.unsent_outcome(self.oom_before, phase))
+            report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, 1 << 20, self.oom_before, phase)
+            if report.status != Outcome.OK or report.index != call:
+                return _inputs_failed(report if report.status != Outcome.OK else Report(Outcome.ERROR, message=phase))
+            total += len(body)
+            if total > protocol.MAX_BENCH_INPUT_BYTES:
+                message = f"a region's inputs come to more than {protocol.MAX_BENCH_INPUT_BYTES} bytes"
+                return _inputs_failed(Report(Outcome.ERROR, message=message))
+            self.inputs[(size, call)] = body
+        return None
 
-    def _load(self, proc: Child, source: str, protect: tuple[int, ...]) -> tuple[Report, int]:
+    def _load(self, proc: Child, source: str, protect: tuple[int, ...], null: bool = False) -> tuple[Report, int]:
         """Loads a module in its child, pinned and confined first (its BUILT: ready); the load and its time."""
         job = self.job
         deadline = time.monotonic() + job.load_time_s
         not_ready = proc.await_ready(deadline, self.oom_before, "loading")
         if not_ready is not None:
             return not_ready, 0
-        calls = len(self.bench.sizes) * self.bench.calls * (2 if job.baseline else 1)
         child_job = ChildJob(
             source=source,
             entry_points=(self.bench.entry_point,),
             memory_mb=job.limits.memory_mb,
-            cpu_s=job.load_time_s + calls * job.limits.time_s + 5,
+            cpu_s=job.load_time_s + job.timings() * job.limits.time_s + 5,
             max_result_bytes=job.max_result_bytes,
-            bench=self.bench.for_module(),
+            bench=self.bench.for_module(null=null),
             cpu=self.cpu,
             protect=protect,
         )
@@ -247,11 +256,12 @@ class Benchmark:
         self.stopped_at[proc.pid] = now
         return now
 
-    def _run(self, subject: Child, baseline: Child | None) -> None:
-        if baseline is not None:
-            # Its warm-up done before the subject loads: nothing but the subject runs while its load is timed.
-            baseline.await_ready(time.monotonic() + self.job.load_time_s, self.oom_before, "start-up")
-        report, load_ns = self._load(subject, self.job.subject, (baseline.pid,) if baseline is not None else ())
+    def _run(self, subject: Child, baseline: Child | None, null: Child | None) -> None:
+        others = tuple(proc.pid for proc in (baseline, null, self.maker) if proc is not None)
+        for proc in (baseline, null):
+            if proc is not None:  # its warm-up done before the subject loads: nothing else runs while that is timed
+                proc.await_ready(time.monotonic() + self.job.load_time_s, self.oom_before, "start-up")
+        report, load_ns = self._load(subject, self.job.subject, others)
         header = report.header()
         header["time_ms"] = min(round(load_ns / 1e6, 3), protocol.MAX_TIME_MS)
         self.runner.emit(protocol.LOAD, header)
@@ -263,86 +273,175 @@ class Benchmark:
             if loaded.status != Outcome.OK:
                 self._end(loaded, "baseline", message=f"the baseline did not load: {loaded.message or loaded.status}")
                 return
+        if null is not None:
+            loaded, _ = self._load(null, NULL_SOURCE, (), null=True)
+            if loaded.status != Outcome.OK:
+                self._end(loaded, "judge", message=f"the judge's null module did not load: {_said(loaded)}")
+                return
         for size in range(len(self.bench.sizes)):
-            if not self._size(size, subject, baseline):
+            done = self._size(size, subject, baseline, null) if null is not None else self._reference(size, subject)
+            if not done:
                 return
         self._end(Report(Outcome.OK), "", baseline_load_ns=baseline_load_ns)
 
-    def _size(self, size: int, subject: Child, baseline: Child | None) -> bool:
-        """Every call at one size, the two modules in turn; whether the benchmark goes on."""
-        times: dict[str, list[int]] = {"subject": [], "baseline": []}
-        checked: list[tuple[int, bytes]] = []
-        for call in range(self.bench.calls):
-            turns = [("subject", subject), ("baseline", baseline)]
-            for who, proc in turns if call % 2 == 0 else turns[::-1]:
-                if proc is None:
-                    continue
-                report, body, elapsed = self._call(proc, size, call)
-                if report.status != Outcome.OK:
-                    self._end(report, who, size=size, call=call, output=proc.take_output())
+    def _reference(self, size: int, subject: Child) -> bool:
+        """A reference job's calls at one size, each alone, every value kept."""
+        calls = self.job.calls_at(size)
+        kept = Reservoir(len(calls))
+        times: list[int] = []
+        for call in calls:
+            failed = self._fetch([(size, call)])
+            if failed is not None:
+                self._end(failed, "judge", size=size, call=call)
+                return False
+            ns = self._timed("subject", subject, None, size, [call], kept)
+            if ns is None:
+                return False
+            times.append(ns)
+            if self.returned + kept.bytes() > self.job.total_bytes():
+                message = f"its calls' values came to more than {self.job.total_bytes()} bytes in all"
+                self._end(Report(Outcome.OUTPUT, message=message), "subject", size=size, call=call)
+                return False
+        self.returned += kept.bytes()
+        return self._emit(size, kept.items, {"subject": times, "baseline": []}, {}, 0)
+
+    def _size(self, size: int, subject: Child, baseline: Child | None, null: Child) -> bool:
+        """Every call at one size, the two modules in turn, the null module after each; whether it goes on."""
+        bench = self.bench
+        modules = [("subject", subject)] + ([("baseline", baseline)] if baseline is not None else [])
+        times: dict[str, list[int]] = {who: [] for who, _ in modules}
+        harness = {"ns": 0, "calls": 0}
+        first, kept = Reservoir(1), Reservoir(bench.kept)  # the first call's value; those of the timed calls
+        batch = dict.fromkeys(times, 1)
+        call = 0
+        for turn in range(bench.calls):
+            if turn == 1 + bench.warmup:  # the warm-up done: each module's regions sized to its own calls
+                largest = max((len(body) for body in self.inputs.values()), default=0)
+                room = max(1, protocol.MAX_BENCH_INPUT_BYTES // max(largest, 1))  # a region's inputs, held at once
+                batch = {
+                    who: min(room, autorange(found[1:] or found, self.job.limits.time_s))
+                    for who, found in times.items()
+                }
+            count = max(batch.values())
+            calls = list(range(call, call + count))
+            failed = self._fetch([(size, at) for at in calls])
+            if failed is not None:
+                self._end(failed, "judge", size=size, call=call)
+                return False
+            for who, proc in modules if turn % 2 == 0 else modules[::-1]:
+                values = None if who != "subject" else first if turn == 0 else kept if turn > bench.warmup else None
+                ns = self._timed(who, proc, null, size, calls[: batch[who]], values, harness)
+                if ns is None:
                     return False
-                times[who].append(elapsed)
-                self.spent[who] += elapsed
-                if who == "subject" and self.bench.checked(call):
-                    checked.append((call, body))
-                    self.returned += len(body)
-                    if self.returned > self.job.total_bytes():
-                        limit = self.job.total_bytes()
-                        message = f"its calls' values came to more than {limit} bytes in all"
-                        self._end(Report(Outcome.OUTPUT, message=message), "subject", size=size, call=call)
-                        return False
+                times[who].append(ns // batch[who])
+                if who in self.spent:  # each turn's time per call: the modules' regions hold different counts
+                    self.spent[who] += ns // batch[who]
+            call += count
+            if self.returned + first.bytes() + kept.bytes() > self.job.total_bytes():
+                message = f"its calls' values came to more than {self.job.total_bytes()} bytes in all"
+                self._end(Report(Outcome.OUTPUT, message=message), "subject", size=size, call=call - 1)
+                return False
             if baseline is not None and self._hopeless():
                 message = (
-                    f"stopped: its calls took {self.spent['subject'] / 1e6:.0f} ms in all, the baseline's "
-                    f"{self.spent['baseline'] / 1e6:.0f} ms: too slow to reach the threshold"
+                    f"stopped: its calls took {self.spent['subject'] / 1e6:.0f} ms against the baseline's "
+                    f"{self.spent['baseline'] / 1e6:.0f} ms (a call's time at each turn, summed): too slow to "
+                    "reach the threshold"
                 )
-                self._end(Report(Outcome.TIMEOUT, message=message), "subject", size=size, call=call)
+                self._end(Report(Outcome.TIMEOUT, message=message), "subject", size=size, call=call - 1)
                 return False
-        for call, body in checked:  # written once the size is done: nothing is written while a call is timed
+        self.returned += first.bytes() + kept.bytes()
+        harness_ns = harness["ns"] // max(harness["calls"], 1)
+        return self._emit(size, first.items + sorted(kept.items), {"baseline": [], **times}, batch, harness_ns)
+
+    def _emit(self, size: int, kept: list, times: dict[str, list[int]], batch: dict, harness_ns: int) -> bool:
+        """A size's kept values and its times: written once it is done (nothing is written while one is timed)."""
+        for call, body in kept:
             self.runner.emit(protocol.CALL, {"size": size, "call": call}, body, hold=True)
-        self.runner.emit(
-            protocol.SIZE, {"size": size, **{f"{key}_ns": value for key, value in times.items()}}, hold=True
-        )
+        header = {"size": size, **{f"{key}_ns": value for key, value in times.items()}}
+        header.update({f"{who}_batch": count for who, count in batch.items()}, harness_ns=harness_ns)
+        self.runner.emit(protocol.SIZE, header, hold=True)
         return True
+
+    def _timed(
+        self,
+        who: str,
+        proc: Child,
+        null: Child | None,
+        size: int,
+        calls: list[int],
+        kept: Reservoir | None,
+        harness: dict | None = None,
+    ) -> int | None:
+        """A module's region, and the null module's on the same inputs after it: the module's time less the null's
+        (the harness's), at least MIN_NET_NS a call; None when the benchmark has ended (the module's failure)."""
+        report, lengths, elapsed = self._region(proc, size, calls, kept=kept)
+        if report.status != Outcome.OK:
+            self._end(report, who, size=size, call=self.failed_call, output=proc.take_output())
+            return None
+        overhead = 0
+        if null is not None:
+            report, _, overhead = self._region(null, size, calls, lengths=lengths)
+            if report.status != Outcome.OK:
+                self._end(report, "judge", size=size, message=f"the judge's null module failed: {_said(report)}")
+                return None
+            if harness is not None and who == "subject":
+                harness["ns"] += overhead
+                harness["calls"] += len(calls)
+        return max(elapsed - overhead, MIN_NET_NS * len(calls))
 
     def _hopeless(self) -> bool:
         """The subject has taken so much longer than the baseline that it cannot reach the threshold."""
         ratio = self.job.max_ratio
         return ratio > 0 and self.spent["subject"] > ratio * self.spent["baseline"] + GIVE_UP_S * 1e9
 
-    def _call(self, proc: Child, size: int, call: int) -> tuple[Report, bytes, int]:
-        """One call, the child running only for it: how it ended, its value, and its time on the benchmark's clock
-        from the command to the whole value, with whatever CPU the child had while it was to be stopped."""
+    def _region(
+        self, proc: Child, size: int, calls: list[int], kept: Reservoir | None = None, lengths: list[int] | None = None
+    ) -> tuple[Report, list[int], int]:
+        """Calls in a row, the child running only for them: how they ended, each value's length, and their time on
+        the benchmark's clock from the first command to the last whole value, with whatever CPU the child had
+        while it was to be stopped; each value offered to `kept`. `lengths`: the null module's calls, the size of
+        each value it is to return. The region, like one call, is held to one call's limit."""
         limits = self.job.limits
-        phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
         proc.reader.max_body = self.job.max_result_bytes + 64 * 1024
-        proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
         stopped = self.stopped_at.get(proc.pid)
         started = self._clock(proc)
         ran_stopped = started - stopped if self.cpu_clock and stopped is not None else 0
         thaw(proc)
         deadline = time.monotonic() + limits.time_s
-        command = CallCommand(size, call).header()
-        if not proc.send(protocol.CHILD_CALL, command, self.inputs.get((size, call), b""), deadline):
-            report, body = proc.unsent_outcome(self.oom_before, phase), b""
-        else:
-            output = limits.output_kb * 1024
-            report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
-        ended = None if self.cpu_clock else time.perf_counter_ns()  # the wall clock stops at the value
+        got: list[int] = []
+        report = Report(Outcome.OK)
+        for at, call in enumerate(calls):
+            phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
+            proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
+            command = CallCommand(size, call, lengths[at] if lengths is not None else 0).header()
+            if not proc.send(protocol.CHILD_CALL, command, self.inputs.get((size, call), b""), deadline):
+                report, body = proc.unsent_outcome(self.oom_before, phase), b""
+            else:
+                output = limits.output_kb * 1024
+                report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
+            if report.status == Outcome.OK and report.index != call:
+                report = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call")
+            if report.status != Outcome.OK:
+                self.failed_call = call
+                break
+            got.append(len(body))
+            if kept is not None:
+                kept.offer(call, body)
+        ended = None if self.cpu_clock else time.perf_counter_ns()  # the wall clock stops at the last value
         report = memory_outcome(report, proc)
-        if report.status == Outcome.OK and report.index != call:
-            report, body = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call"), b""
         if proc.exit_status is None and not freeze(proc):
-            message = f"its threads could not all be stopped after {phase}"
-            report, body = Report(Outcome.ERROR, error_type="Resources", message=message), b""
+            message = f"its threads could not all be stopped after call {calls[-1] + 1}"
+            report = Report(Outcome.ERROR, error_type="Resources", message=message)
+            self.failed_call = calls[-1]
         reading = cpu_ns(proc.pid) if ended is None else None  # once: the child may be reaped any moment now
         if report.status == Outcome.OK and (proc.reap(block=False) or (ended is None and reading is None)):
             # Ended after its value: its CPU can no longer be read (nor its work after the value counted).
-            report, body = proc.death_outcome(self.oom_before, f"{phase}, after its value"), b""
+            report = proc.death_outcome(self.oom_before, f"call {calls[-1] + 1}, after its value")
+            self.failed_call = calls[-1]
         if reading is not None:
             self.stopped_at[proc.pid] = reading
         end = ended if ended is not None else reading if reading is not None else started
-        return report, body, min(max(0, end - started + max(0, ran_stopped)), protocol.MAX_CALL_NS)
+        return report, got, min(max(0, end - started + max(0, ran_stopped)), protocol.MAX_CALL_NS)
 
     def _end(self, report: Report, who: str, **extra: object) -> None:
         header = {**report.header(), "who": who, "cpu": self.cpu, "clock": "cpu" if self.cpu_clock else "wall"}
@@ -353,6 +452,37 @@ class Benchmark:
                 header[key] = value
         header.pop("index", None)
         self.runner.emit(protocol.BENCH_END, header)
+
+
+class Reservoir:
+    """Up to `size` of the values offered, each offered call as likely as any other to be among them at the end
+    (Algorithm R), drawn as they come: no module can know which of its calls are checked."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.seen = size, 0
+        self.items: list[tuple[int, bytes]] = []
+
+    def offer(self, call: int, body: bytes) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append((call, body))
+            return
+        at = secrets.randbelow(self.seen)
+        if at < self.size:
+            self.items[at] = (call, body)
+
+    def bytes(self) -> int:
+        return sum(len(body) for _, body in self.items)
+
+
+def _inputs_failed(report: Report) -> Report:
+    """The problem's inputs' code failed (BenchInputs: the problem's failure, never a module's)."""
+    why = report.message or report.status
+    return Report(Outcome.ERROR, error_type="BenchInputs", message=f"the benchmark's inputs: {why}")
+
+
+def _said(report: Report) -> str:
+    return f"{report.error_type}: {report.message}" if report.error_type else str(report.message or report.status)
 
 
 def run_bench(runner: Runner, job: BenchJob) -> None:

@@ -1,5 +1,5 @@
-"""Speed-graded problems end to end, through the real service and sandbox (problems/pairwise-distances.yaml:
-correct, then at least 5x its baseline, a loop over every pair of points).
+"""Speed-graded problems end to end, through the real service and sandbox (pairwise-distances at the tests' sizes,
+tests/speed_problem.py: correct, then at least 5x its baseline, a loop over every pair of points).
 
 A slow correct solution is refused as slow (time_limit_exceeded, every test passed), a fast correct one is
 accepted with its timing, a fast wrong one is refused by the tests (never timed), one that keeps results

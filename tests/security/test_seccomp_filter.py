@@ -37,6 +37,8 @@ def run(program: list[tuple[int, int, int, int]], data: bytes) -> int:
             pc += jt if accumulator >= k else jf
         elif code == seccomp.JSET_K:
             pc += jt if accumulator & k else jf
+        elif code == seccomp.JA:
+            pc += k
         elif code == seccomp.RET_K:
             return k
         else:
@@ -140,14 +142,28 @@ def test_ordinary_calls_pass_and_the_program_is_well_formed() -> None:
         assert run(program, data) == ALLOW
 
 
-BASELINE = 42  # a benchmark's baseline child: the subject's filter protects it too
+BASELINE, NULL, INPUTS = 42, 43, 44  # a benchmark's other children: the subject's filter protects them too
 
 
 def bench_call(machine: str, name: str, *args: int, pinned: bool = True) -> int:
     column = 0 if machine == "x86_64" else 1
     words = [(arg & 0xFFFFFFFFFFFFFFFF) for arg in args] + [0] * (6 - len(args))
     data = struct.pack("<iIQ6Q", seccomp.NUMBERS[name][column], seccomp.ARCHES[machine], 0, *words)
-    return run(seccomp.build(machine, (ZYGOTE, RUNNER, BASELINE), pinned), data)
+    return run(seccomp.build(machine, (ZYGOTE, RUNNER, BASELINE, NULL, INPUTS), pinned), data)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_benchmarks_other_children_are_each_protected_however_many(machine: str) -> None:
+    """The subject may signal none of the baseline, the judge's null module and the inputs' child (and the program
+    holds however many processes are protected: each jump within BPF's 255 instructions)."""
+    for pid in (BASELINE, NULL, INPUTS):
+        for name in ("kill", "tgkill", "pidfd_open", "sched_setaffinity", "prlimit64"):
+            assert bench_call(machine, name, pid, 19) == EPERM, (name, pid)
+            assert bench_call(machine, name, -pid, 19) == EPERM, (name, pid)
+    many = tuple(range(100, 140))
+    for pid in many:
+        data = struct.pack("<iIQ6Q", seccomp.NUMBERS["kill"][0], seccomp.ARCHES["x86_64"], 0, pid, 9, 0, 0, 0, 0)
+        assert run(seccomp.build("x86_64", many), data) == EPERM
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -159,7 +175,7 @@ def test_a_benchmarks_subject_keeps_its_cpu_and_leaves_the_baseline_alone(machin
         assert bench_call(machine, "sched_setaffinity", target, 8, 0, pinned=False) == ALLOW
     for name in ("kill", "tkill", "pidfd_open", "prlimit64", "sched_setscheduler", "sched_setattr"):
         assert bench_call(machine, name, BASELINE, 19) == EPERM, name
-    assert bench_call(machine, "kill", BASELINE + 1, 19) == ALLOW  # another process: as for any child
+    assert bench_call(machine, "kill", BASELINE + 100, 19) == ALLOW  # another process: as for any child
     assert bench_call(machine, "setpriority", 0, BASELINE, 19) == EPERM  # only the caller itself, as always
 
 

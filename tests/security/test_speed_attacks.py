@@ -100,6 +100,21 @@ def pairwise_distances(x, y):
 """
 
 
+# Does the work on one timed call in two and returns a plausible value without it on the other (a region holds
+# many calls and only some of their values are checked): the values it skips are the reference's shape, not its.
+SKIPS_HALF = """import torch
+
+_calls = [0]
+
+
+def pairwise_distances(x, y):
+    _calls[0] += 1
+    if _calls[0] > 40 and _calls[0] % 2 == 0:  # past its tests and its first calls
+        return torch.full((x.shape[0], y.shape[0]), 1.5)
+    return torch.cdist(x, y)
+"""
+
+
 @pytest.fixture(scope="module")
 def honest(submit: Submit) -> dict:
     verdict = submit(FAST, PROBLEM)
@@ -156,3 +171,11 @@ def test_a_call_that_fails_is_the_submissions_own_verdict(
     assert words in verdict["message"], verdict["message"]
     assert verdict["speed"]["passed"] is False
     assert timed(submit(FAST, PROBLEM))  # the next is graded as before
+
+
+def test_skipping_the_work_on_some_calls_of_a_region_is_caught(submit: Submit) -> None:
+    """Only 8 of a size's timed values are checked, drawn as they come: a module that skips half its calls' work
+    cannot tell which, and escapes 24 draws with a chance of 2**-24."""
+    verdict = submit(SKIPS_HALF, PROBLEM)
+    assert verdict["status"] == "wrong_answer", speed_seen(verdict)
+    assert "the benchmark, call" in verdict["message"] and "a wrong result" in verdict["message"], verdict

@@ -4,12 +4,16 @@ the one not timed stopped, every failure told by whose it was; read by the grade
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from sandbox.runner.protocol import Outcome
+from sandbox.runner.bench_job import BenchJob
+from sandbox.runner.protocol import MAX_BENCH_BATCH, FrameError, Outcome
+from sandbox.runner.timing import Reservoir
 from tests.unit.runner_harness import HostRunner, bench_job
 
 pytestmark = pytest.mark.timeout(120)
@@ -33,14 +37,21 @@ def runner() -> HostRunner:
 def test_a_benchmark_sends_each_sizes_checked_calls_and_times_then_its_end(runner: HostRunner) -> None:
     exchange = runner.run_bench(bench_job(TWICE, SLOW_TWICE, sizes=2, warmup=1, repeats=5))
     assert exchange.load.header.status == Outcome.OK
-    calls = [(frame.header.size, frame.header.call) for frame in exchange.calls]
-    # The first call and the timed ones (not the warm-up, call 1), size by size.
-    assert calls == [(size, call) for size in (0, 1) for call in (0, 2, 3, 4, 5, 6)]
-    assert [frame.body for frame in exchange.calls[:2]] == [b"0", b"4"]  # f(CALL): the inputs of each call
+    by_size = {size: [frame for frame in exchange.calls if frame.header.size == size] for size in (0, 1)}
+    for size, kept in by_size.items():
+        # The first call, then 5 of the timed calls (not the warm-up, call 1: min(repeats, KEPT)), in order.
+        calls = [frame.header.call for frame in kept]
+        assert calls[0] == 0 and len(calls) == 6 and all(1 < a < b for a, b in zip(calls[1:], calls[2:], strict=False))
+        assert [frame.body for frame in kept] == [str(2 * call).encode() for call in calls]  # f(CALL): its inputs
+        header = exchange.sizes[size].header
+        # The fast module's regions hold many calls (autorange), the 4 ms one's about 10 ms of them.
+        assert header.subject_batch == MAX_BENCH_BATCH and header.baseline_batch in (2, 3)
+        assert calls[-1] < 2 + 5 * MAX_BENCH_BATCH
     for frame in exchange.sizes:
         assert len(frame.header.subject_ns) == len(frame.header.baseline_ns) == 7
-        # The baseline is busy 4 ms a call: the benchmark's clock sees it, whatever the children say.
-        assert min(frame.header.baseline_ns) >= 3_900_000
+        # The baseline is busy 4 ms a call: the benchmark's clock sees it, whatever the children say, less the
+        # harness (the null module's time on the same calls, a fraction of a millisecond here).
+        assert min(frame.header.baseline_ns) >= 3_700_000
         assert sorted(frame.header.subject_ns)[3] < 2_000_000
     assert exchange.end.status == Outcome.OK and exchange.end.who == "" and exchange.end.clock == "cpu"
     assert exchange.end.baseline_load_ms is not None
@@ -52,8 +63,15 @@ def test_the_modules_take_turns_a_b_then_b_a(runner: HostRunner, tmp_path: Path)
     module = "def f(x):\n    with open({path!r}, 'a') as out:\n        out.write('{who}%d ' % x)\n    return x\n"
     job = bench_job(module.format(path=str(log), who="A"), module.format(path=str(log), who="B"), sizes=1, repeats=5)
     assert runner.run_bench(job).end.status == Outcome.OK
-    turns = "A0 B0 B1 A1 A2 B2 B3 A3 A4 B4 B5 A5 A6 B6"
-    assert log.read_text().split() == turns.split()
+    # Both modules fast: the first call and the warm-up (call 1) alone, then regions of MAX_BENCH_BATCH calls,
+    # the same calls for both, A B then B A.
+    expected, first = [], 0
+    for turn in range(1 + 1 + 5):
+        count = 1 if turn < 2 else MAX_BENCH_BATCH
+        order = "AB" if turn % 2 == 0 else "BA"
+        expected += [f"{who}{call}" for who in order for call in range(first, first + count)]
+        first += count
+    assert log.read_text().split() == expected
 
 
 def test_the_subject_is_stopped_while_the_baseline_runs(runner: HostRunner, tmp_path: Path) -> None:
@@ -140,9 +158,9 @@ def test_a_subject_far_slower_than_the_baseline_is_stopped_early(runner: HostRun
     slow = BUSY + "def f(x):\n    busy(0.15)\n    return x\n"
     end = runner.run_bench(bench_job(slow, TWICE, sizes=2, warmup=2, repeats=20, max_ratio=2.0)).end
     assert (end.status, end.who) == (Outcome.TIMEOUT, "subject")
-    # Stopped at the call that took it past a second (the 7th or 8th of 0.15 s on its clock), not after the 44
-    # calls' 6.6 s: counted in calls, which a slow or loaded machine does not change, not in seconds
-    assert end.size == 0 and end.call is not None and end.call <= 10, (end.size, end.call)
+    # Stopped at the turn that took it past a second (the 7th or 8th call of 0.15 s on its clock, one a turn),
+    # not after the 44 turns' 6.6 s: counted in calls, which a slow or loaded machine does not change
+    assert end.size == 0 and end.call is not None and end.call < 3 + 8 * MAX_BENCH_BATCH, (end.size, end.call)
     assert "too slow to reach the threshold" in (end.message or "")
     end = runner.run_bench(bench_job(slow, TWICE, sizes=1, warmup=0, repeats=5, max_ratio=0.0)).end
     assert end.status == Outcome.OK  # without a ratio, never stopped
@@ -154,7 +172,7 @@ def test_values_past_the_jobs_total_end_the_benchmark_as_the_subjects_output(run
     subject = "def f(x):\n    return 'x' * 5000\n"
     exchange = runner.run_bench(bench_job(subject, TWICE, sizes=2, warmup=0, repeats=5, max_total_bytes=20_000))
     end = exchange.end
-    assert (end.status, end.who, end.size, end.call) == (Outcome.OUTPUT, "subject", 0, 4)  # 25,000 bytes
+    assert (end.status, end.who, end.size) == (Outcome.OUTPUT, "subject", 0)  # the fifth value kept: 25,000 bytes
     assert "more than 20000 bytes in all" in (end.message or "")
     assert exchange.calls == []  # nothing of the size was sent
 
@@ -188,6 +206,60 @@ def test_cpu_a_child_has_while_it_was_to_be_stopped_is_counted_in_its_next_call(
     exchange = runner.run_bench(bench_job(subject, baseline, sizes=1, warmup=0, repeats=5))
     assert exchange.end.status == Outcome.OK, exchange.end
     size = exchange.sizes[0].header
-    # 10 ms at its own turn, 10 ms in the baseline's: both on its clock.
-    assert sorted(size.subject_ns)[3] >= 17_000_000, size.subject_ns
+    # 10 ms at each of its own turns, 10 ms at each of the baseline's calls: all on its clock.
+    batches = [1] + [size.subject_batch] * 5, [1] + [size.baseline_batch] * 5
+    total = sum(ns * count for ns, count in zip(size.subject_ns, batches[0], strict=True))
+    assert total >= 0.85 * (10_000_000 * 6 + 10_000_000 * sum(batches[1])), (size.subject_ns, batches)
     assert max(size.baseline_ns) < 17_000_000, size.baseline_ns
+
+
+def test_the_kept_calls_are_drawn_evenly_among_all_offered() -> None:
+    """The runner keeps 8 of a size's timed values, drawn as they come: each call as likely as any other to be
+    checked, so that a module cannot know which of its calls are."""
+    seen = [0] * 100
+    for _ in range(4000):
+        kept = Reservoir(8)
+        for call in range(100):
+            kept.offer(call, b"")
+        assert len(kept.items) == 8 and len({call for call, _ in kept.items}) == 8
+        for call, _ in kept.items:
+            seen[call] += 1
+    # Each call kept 8 % of the time: 320 of 4,000 (sd about 17).
+    assert 240 < min(seen) and max(seen) < 400, (min(seen), max(seen))
+
+
+def test_the_harness_time_is_measured_beside_the_modules_and_taken_off(runner: HostRunner) -> None:
+    """The null module makes the same calls on the same inputs with values of the same sizes: its time per call
+    is on the SIZE frame, and a module's net time is its own less that (a big value costs the harness, not it)."""
+    big = "def f(x):\n    return 'x' * 500_000\n"
+    exchange = runner.run_bench(bench_job(big, SLOW_TWICE, sizes=1, warmup=1, repeats=5))
+    assert exchange.end.status == Outcome.OK, exchange.end
+    size = exchange.sizes[0].header
+    assert size.harness_ns > 0
+    # Sending 500 kB costs the harness about what it costs the module: the module's net time is a fraction of
+    # the 4 ms baseline's, whatever the value's size.
+    assert sorted(size.subject_ns)[3] < 1_500_000, (size.subject_ns, size.harness_ns)
+    assert min(size.baseline_ns) >= 3_700_000
+
+
+@pytest.mark.parametrize(
+    "only",
+    [((0, 1), (0, 0)), ((0, 0), (0, 0)), ((2, 0),), ((0, 10**9),), ((0,),), ("ab",)],
+    ids=["out of order", "twice", "no such size", "no such call", "not a pair", "not numbers"],
+)
+def test_a_reference_jobs_calls_are_checked(only: tuple) -> None:
+    job = bench_job(TWICE, sizes=2)
+    with pytest.raises(FrameError):
+        BenchJob.parse(job.payload().replace(b'"only":[]', json.dumps({"only": only})[1:-1].encode()))
+
+
+def test_a_reference_job_makes_exactly_the_calls_asked_for(runner: HostRunner) -> None:
+    job = replace(bench_job(TWICE, sizes=2, warmup=1, repeats=5), only=((0, 0), (0, 40), (1, 7)))
+    exchange = runner.run_bench(job)
+    assert exchange.end.status == Outcome.OK, exchange.end
+    assert [(f.header.size, f.header.call, f.body) for f in exchange.calls] == [
+        (0, 0, b"0"),
+        (0, 40, b"80"),
+        (1, 7, b"14"),
+    ]
+    assert [len(frame.header.subject_ns) for frame in exchange.sizes] == [2, 1]

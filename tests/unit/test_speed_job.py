@@ -8,7 +8,7 @@ from typing import Any
 
 from grader.config import REPO_ROOT, Settings
 from grader.containers.container import SandboxLost
-from grader.containers.protocol import BENCH_JOB, PREFIX, BenchJob
+from grader.containers.protocol import BENCH_JOB, KEPT, PREFIX, BenchJob
 from grader.grading.judge import LOCAL
 from grader.grading.speed import SpeedGrader, bench_seed
 from grader.grading.verdict import Status, Verdict
@@ -49,8 +49,14 @@ class Sandboxes:
 
 
 class Expected:
-    def bench(self, problem: Any, image_id: str, seed: int) -> dict:
-        return {(0, 0): b"x" * 10}
+    """The reference's values: 10 bytes for each call asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[tuple[int, int]]] = []
+
+    def bench(self, problem: Any, image_id: str, seed: int, calls: list[tuple[int, int]]) -> dict:
+        self.asked.append(list(calls))
+        return {call: b"x" * 10 for call in calls}
 
 
 def _problem() -> Any:
@@ -73,7 +79,8 @@ def _job(frame: bytes) -> BenchJob:
 def test_a_submissions_benchmark_carries_the_submission_and_the_baseline_only(tmp_path: Path) -> None:
     problem = _problem()
     sandboxes = Sandboxes()
-    grader = SpeedGrader(Settings(data_dir=tmp_path).sandbox, sandboxes, Expected(), LOCAL)  # type: ignore[arg-type]
+    expected = Expected()
+    grader = SpeedGrader(Settings(data_dir=tmp_path).sandbox, sandboxes, expected, LOCAL)  # type: ignore[arg-type]
     verdict = grader.grade(problem, "def pairwise_distances(x, y):\n    pass\n", 99, Verdict(status=Status.ACCEPTED))
     assert verdict.status == Status.RUNTIME_ERROR  # both containers "lost": the submission's doing
     assert len(sandboxes.sent) == 2
@@ -86,4 +93,7 @@ def test_a_submissions_benchmark_carries_the_submission_and_the_baseline_only(tm
         assert job.bench.seed == bench_seed(problem, 99) != bench_seed(problem, 100)
         assert job.max_ratio > 0  # a hopeless submission is stopped early
         assert job.max_result_bytes == 2 * 10 + 64 * 1024  # twice the reference's largest value, and a margin
-        assert job.total_bytes() == 2 * 10 + 1024 * 1024  # in all: twice the reference's, and a margin
+        kept = 3 * (1 + min(problem.speed.repeats, KEPT))  # the first call of each size and KEPT timed ones
+        assert job.total_bytes() == 10 * kept * 5 // 4 + 1024 * 1024  # in all: the reference's, and margins
+    # Before the benchmark, the reference's first call at each size only: the calls it checks are drawn as it goes.
+    assert expected.asked == [[(0, 0), (1, 0), (2, 0)]]

@@ -23,9 +23,10 @@ def test_the_example_loads_and_its_speed_section_is_public() -> None:
     problem = registry.make(registry.parse(TEXT, "pairwise-distances.yaml"))
     public = problem_public(problem)
     assert public.speed_graded and public.speed is not None
-    assert public.speed.baseline == "pair-loop" and public.speed.threshold == 5
+    assert public.speed.baseline == "row-loop" and public.speed.threshold == 4
     assert public.speed.baselines[0]["code"] == problem.speed.baseline_code()
-    assert [size["name"] for size in public.speed.sizes] == ["16 x 16", "32 x 32", "48 x 48"]
+    names = ["512 x 512 points of 64", "512 x 1024 points of 64", "1024 x 1024 points of 32"]
+    assert [size["name"] for size in public.speed.sizes] == names
     assert public.speed.time_s == problem.speed_limits.time_s == 4
     shown = public.model_dump_json()
     assert problem.reference.strip().splitlines()[-1].strip() not in shown  # the reference's code is never shown
@@ -41,19 +42,23 @@ def test_a_device_the_server_lacks_is_refused_at_load() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "words"),
     [
-        ("  baseline: pair-loop\n", "  baseline: reference\n", "the reference never runs beside a submission"),
-        ("  baseline: pair-loop\n", "  baseline: nowhere\n", "'nowhere' is not in baselines"),
+        ("  baseline: row-loop\n", "  baseline: reference\n", "the reference never runs beside a submission"),
+        ("  baseline: row-loop\n", "  baseline: nowhere\n", "'nowhere' is not in baselines"),
         ("  call: pairwise_distances\n", "  call: distances\n", "'distances' is not an entry point"),
         (
             "        def pairwise_distances(x, y):\n            out",
             "        def other(x, y):\n            out",
             "does not define",
         ),
-        ("    - {name: 32 x 32,", "    - {name: 16 x 16,", "two sizes have the same name"),
-        ("{name: 32 x 32, n: 32,", "{name: 32 x 32, n: [32],", "a parameter is a number"),
-        ("{name: 32 x 32, n: 32,", "{name: 32 x 32, n: .nan,", "a parameter is a number"),
+        (
+            "    - {name: 512 x 1024 points of 64,",
+            "    - {name: 512 x 512 points of 64,",
+            "two sizes have the same name",
+        ),
+        ("points of 64, n: 512, m: 1024,", "points of 64, n: [512], m: 1024,", "a parameter is a number"),
+        ("points of 64, n: 512, m: 1024,", "points of 64, n: .nan, m: 1024,", "a parameter is a number"),
         ("  repeats: 15\n", "  repeats: 4\n", "speed.repeats"),
-        ("  threshold: 5\n", "  threshold: 0\n", "speed.threshold"),
+        ("  threshold: 4\n", "  threshold: 0\n", "speed.threshold"),
         ("  inputs: |\n    return", "  inputs: |\n    return (", "does not compile"),
         ("  warmup: 2\n", "  warmup: 2\n  unknown: 1\n", "speed.unknown"),
     ],
@@ -82,3 +87,14 @@ def test_its_memory_must_fit_twice_in_a_sandbox() -> None:
     text = TEXT.replace("limits: {time_s: 4, memory_mb: 1024}", "limits: {time_s: 4, memory_mb: 3072}")
     message = refused(text, max_memory_mb=4096)
     assert "fit twice" in message and "at most 2048 MB" in message
+
+
+def test_a_slow_pitfall_belongs_to_a_speed_graded_problem_only() -> None:
+    """`slow: true` marks a correct solution too slow for the threshold: only a problem with `speed` has one."""
+    problem = parse_problem(TEXT, "p.yaml")
+    assert [pitfall.name for pitfall in problem.pitfalls if pitfall.slow] == [
+        "broadcasting the difference",
+        "the vector norm of the broadcast difference",
+    ]
+    without_speed = TEXT[: TEXT.index("\nspeed:\n") + 1]
+    assert "pitfalls.5.slow: only a speed-graded problem" in refused(without_speed)

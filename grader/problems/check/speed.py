@@ -6,6 +6,8 @@
   NOISE of 1), so that a speed-up is not the timing's doing; measured again once before it fails.
 - Each alternative against the baseline: it reaches the threshold too (a correct solution written another
   way is not refused as slow).
+- Each slow pitfall (correct, too slow) against the baseline: it is refused as slow (time_limit_exceeded, timed
+  below the threshold or stopped as too slow to reach it).
 The graders's own SpeedGrader does the timing, in the check's sandboxes: only the author's code runs there.
 """
 
@@ -87,6 +89,14 @@ def speed_step(checker: ProblemChecker, problem: LoadedProblem, locate: Locator,
         details.append(f"alternative {alternative.name!r}: {_told(verdict)}")
         if verdict.status != Status.ACCEPTED:
             errors.append(locate.error(("alternatives", index), f"not fast enough, or wrong: {verdict.message}"))
+    for index, pitfall in enumerate(problem.pitfalls):
+        if not pitfall.slow:
+            continue
+        verdict = grader.grade(problem, pitfall.module, seed, accepted)
+        details.append(f"slow pitfall {pitfall.name!r}: {_told(verdict)}")
+        if verdict.status != Status.TIME_LIMIT_EXCEEDED or verdict.speed is None:
+            message = f"not refused as slow: {verdict.status.value} ({verdict.message})"
+            errors.append(locate.error(("pitfalls", index), message))
     seconds = round(time.monotonic() - started, 3)
     return CheckStep(
         name="speed",

@@ -212,6 +212,17 @@ def pitfalls_step(
             )
             continue
         failing = [test for test in verdict.tests if test.status != TestStatus.PASSED]
+        if pitfall.slow:  # correct, and refused for its speed (the speed step times it)
+            if failing:
+                first = failing[0]
+                message = (
+                    f"slow pitfall {pitfall.name!r} must be correct, but fails test {first.index + 1} "
+                    f"{first.name!r} ({KIND[first.status]})"
+                )
+                step.errors.append(locate.error(loc, message))
+            else:
+                step.details.append(f"{pitfall.name}: correct on all {count} tests; timed in the speed step")
+            continue
         if not failing:
             step.errors.append(locate.error(loc, f"pitfall {pitfall.name!r} passes every test"))
             continue
@@ -254,8 +265,11 @@ def pitfalls_step(
             step.warnings.append(
                 f"a submission that makes pitfall {pitfall.name!r} gets the hint of {pitfalls[shown].name!r} instead"
             )
+    slow = sum(1 for pitfall in pitfalls if pitfall.slow)
     passed = len(pitfalls) - len(step.errors)
-    step.summary = f"{passed}/{len(pitfalls)} fail at least one test"
+    step.summary = f"{passed}/{len(pitfalls)} fail at least one test" + (
+        f" (or, {slow} slow, pass every test)" if slow else ""
+    )
     if step.errors:
         step.status = StepStatus.FAILED
     return step

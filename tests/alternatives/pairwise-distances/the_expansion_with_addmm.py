@@ -1,0 +1,6 @@
+import torch
+
+
+def pairwise_distances(x, y):
+    norms = (x * x).sum(dim=1, keepdim=True) + (y * y).sum(dim=1)
+    return torch.addmm(norms, x, y.T, alpha=-2).clamp_min_(0).sqrt_()
