@@ -179,7 +179,7 @@ def follow(client: Client, batch_ids: list[str], solutions: list[Solution], prog
 
 def _fast_p(client: Client, batch_ids: list[str]) -> str:
     """KernelBench's fast_p over the batches' items of speed-graded problems (their summaries', added up), or ""."""
-    items = fast_1 = fast_threshold = 0.0
+    items = fast_1 = fast_threshold = judge_errors = 0.0
     for batch_id in batch_ids:
         try:
             found = client.get(f"/api/batches/{batch_id}?include=false").get("fast_p")
@@ -189,6 +189,7 @@ def _fast_p(client: Client, batch_ids: list[str]) -> str:
             type(found.get(k)) in (int, float) for k in ("items", "fast_1", "fast_threshold")
         ):
             items += found["items"]
+            judge_errors += found.get("judge_errors") if type(found.get("judge_errors")) is int else 0
             fast_1 += found["fast_1"] * found["items"]
             fast_threshold += found["fast_threshold"] * found["items"]
     if not items:
@@ -196,6 +197,7 @@ def _fast_p(client: Client, batch_ids: list[str]) -> str:
     return (
         f"; of {items:.0f} items of speed-graded problems, fast_1 {fast_1 / items:.3f} (correct and faster than the "
         f"baseline), fast at the threshold {fast_threshold / items:.3f}"
+        + (f" ({judge_errors:.0f} the judge failed on, counted as not fast: submit them again)" if judge_errors else "")
     )
 
 

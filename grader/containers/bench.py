@@ -83,7 +83,7 @@ def _collect(container: SandboxContainer, job: BenchJob, outcome: BenchOutcome, 
                 raise SandboxProtocolError("a benchmark's values over the job's total")
         elif frame.kind == SIZE:
             assert isinstance(header, SizeHeader)
-            if header.size != size or not _all_kept(job, size, kept):
+            if header.size != size or not _all_kept(job, size, kept) or not _made(job, header, kept):
                 raise SandboxProtocolError("a benchmark's size out of order, or without its calls")
             times = len(job.calls_at(size)) if job.only else bench.calls
             if (len(header.subject_ns), len(header.baseline_ns)) != (times, times if job.baseline else 0):
@@ -103,6 +103,16 @@ def _next_kept(job: BenchJob, size: int, kept: list[int], call: int) -> bool:
     if not kept:
         return call == 0
     return len(kept) <= job.bench.kept and max(kept[-1], job.bench.warmup) < call < job.bench.max_call
+
+
+def _made(job: BenchJob, header: SizeHeader, kept: list[int]) -> bool:
+    """Every kept timed call is one the subject made: a turn's calls are max(batches) numbers, of which the
+    subject makes the first `subject_batch`."""
+    if job.only:
+        return True
+    turn = max(header.subject_batch, header.baseline_batch if job.baseline else 1)
+    first = 1 + job.bench.warmup
+    return all((call - first) % turn < header.subject_batch for call in kept[1:])
 
 
 def _all_kept(job: BenchJob, size: int, kept: list[int]) -> bool:

@@ -5,8 +5,9 @@ fast_p is the share of items that are correct and faster than the baseline by mo
 test passed (a correct item too slow for the threshold is still correct), faster is the verdict's speed-up over the
 problem's baseline. Two values of p: 1 (faster than the baseline at all) and each problem's own threshold. Items of
 problems that are not speed-graded have no baseline and are left out; so are items still queued or running, until
-they are final, and the judge's own failures (internal_error), which are never an item's. Everything read here
-comes from a stored verdict: each value is checked before it is used.
+they are final. An item the judge failed on (internal_error) counts as neither correct nor fast, and is told apart
+(`judge_errors`: grade them again): left out, a submission that could make the judge fail would take its own slow
+items out of the share. Everything read here comes from a stored verdict: each value is checked before it is used.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from grader.grading.verdict import FINAL, Status
 class FastP(BaseModel):
     items: int = Field(description="the batch's items of speed-graded problems that have their final verdict")
     correct: int = Field(description="of those, the items that passed every test")
+    judge_errors: int = Field(
+        0, description="of those, the items the judge failed on (internal_error): counted as not correct"
+    )
     fast_1: float = Field(description="the share of those items correct and faster than the baseline (speed-up > 1)")
     fast_threshold: float = Field(
         description="the share of those items correct and faster than the baseline by more than the problem's "
@@ -35,9 +39,9 @@ def _number(value: object) -> float | None:
 
 
 def _final(status: object) -> bool:
-    """A verdict that is the item's own: final, and not the judge's failure."""
+    """A final verdict (the judge's own failure included)."""
     try:
-        return Status(status) in FINAL and Status(status) != Status.INTERNAL_ERROR
+        return Status(status) in FINAL
     except ValueError:
         return False
 
@@ -45,12 +49,15 @@ def _final(status: object) -> bool:
 def fast_p(rows: Iterable[Any], speed_graded: Callable[[str], bool]) -> FastP | None:
     """fast_p over stored submissions (each with `problem_id`, `status`, `score` and `speed`, the stored timing or
     None); None when the batch has no final item of a speed-graded problem."""
-    items = correct = fast_1 = fast_threshold = 0
+    items = correct = judge_errors = fast_1 = fast_threshold = 0
     for row in rows:
         speed = row.speed if isinstance(row.speed, dict) else None
         if not _final(row.status) or not (speed is not None or speed_graded(row.problem_id)):
             continue
         items += 1
+        if row.status == Status.INTERNAL_ERROR:
+            judge_errors += 1
+            continue
         if _number(row.score) != 1.0:
             continue
         correct += 1
@@ -62,4 +69,10 @@ def fast_p(rows: Iterable[Any], speed_graded: Callable[[str], bool]) -> FastP | 
         fast_threshold += threshold is not None and speedup > threshold
     if items == 0:
         return None
-    return FastP(items=items, correct=correct, fast_1=fast_1 / items, fast_threshold=fast_threshold / items)
+    return FastP(
+        items=items,
+        correct=correct,
+        judge_errors=judge_errors,
+        fast_1=fast_1 / items,
+        fast_threshold=fast_threshold / items,
+    )

@@ -103,18 +103,19 @@ def inputs_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
 
 
 class Ballast:
-    """The null module's values: one tensor of each size asked for, made once (its pages touched, as a module's
-    fresh value's are), returned again at each call of that size."""
+    """The null module's values: a slice of one buffer (its pages touched once), as many bytes as asked for less
+    a manifest's, within the job's cap on a value. The buffer grows to the largest size asked for, once: however
+    many sizes a module's values take, the null module holds one buffer and pays for its making once."""
 
-    def __init__(self) -> None:
-        self.made: dict[int, torch.Tensor] = {}
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.buffer = torch.ones(0, dtype=torch.uint8)
 
     def __call__(self, value_bytes: int) -> torch.Tensor:
-        if value_bytes not in self.made:
-            if len(self.made) > 64:
-                self.made.clear()
-            self.made[value_bytes] = torch.ones(max(0, value_bytes - 64), dtype=torch.uint8)  # less the manifest
-        return self.made[value_bytes]
+        wanted = max(0, min(value_bytes, self.max_bytes) - 64)
+        if wanted > self.buffer.numel():
+            self.buffer = torch.ones(wanted, dtype=torch.uint8)
+        return self.buffer[:wanted]
 
 
 def _null(*args: object, **kwargs: object) -> None:
@@ -163,11 +164,11 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     if failure is not None:
         os._exit(0)
     function = _null if bench.null else entry_points[bench.entry_point]
-    ballast = Ballast()
+    ballast = Ballast(max_result)
     for command, inputs in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
-        if bench.null:
-            value = ballast(command.value_bytes)
-            report, value = _call(lambda *_, **__: value, inputs, bench.device, max_result)  # noqa: B023
+        if bench.null:  # made inside the call's own handling: a failure there is told, never a crash
+            size = command.value_bytes
+            report, value = _call(lambda *_, **__: ballast(size), inputs, bench.device, max_result)  # noqa: B023
         else:
             report, value = _call(function, inputs, bench.device, max_result)
         del inputs

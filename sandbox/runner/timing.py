@@ -13,21 +13,22 @@ value (the value is the work: a child cannot stop the clock before its work is d
 time where the kernel keeps it (/proc/<pid>/schedstat, in ns): neither another process on the CPU nor the
 round trip through the runner is in it, and whatever CPU the child had while it was to be stopped is added to
 its next region. Where there is no such count (gVisor), the runner's wall clock. Every CPU nanosecond a module's
-child has after its load is charged to it. The inputs come from a fourth child that runs only the judge's and
-the problem's code, asked for each region's before the region starts. Of each region the runner keeps one
-value, drawn as they come; those and the raw times go to the trusted side, which checks the values against the
-reference's on the same inputs and makes the statistics.
+child has after its load is charged to it; the harness's time taken off a timed region is the median, over the
+module's timed regions at that size, of the null module's time a call beside them. The inputs come from a
+fourth child that runs only the judge's and the problem's code, asked for each region's before the region
+starts. Of each size's timed calls the runner keeps 8 values, drawn as they come, and the first call's; those
+and the times go to the trusted side, which checks the values against the reference's on the same inputs and
+makes the statistics.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import signal
+import statistics
 import time
 from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
+from .bench_children import Reservoir, cpu_ns, end_alone, freeze, pick_cpu, thaw, widen
 from .bench_job import GIVE_UP_S, NULL_SOURCE, BenchJob, CallCommand, autorange
 from .child import Child
 from .messages import ChildJob, Report
@@ -37,88 +38,7 @@ from .protocol import Outcome
 if TYPE_CHECKING:
     from .runner import Runner
 
-FREEZE_WAIT_S = 0.5
 MIN_NET_NS = 1_000  # a call's time, the harness's taken off, at least: noise cannot make it nothing
-STOPPED_STATES = (b"T", b"t", b"Z", b"X")
-
-
-def cpu_ns(pid: int) -> int | None:
-    """The CPU time a process has had, in ns, every thread of it (a benchmark's child has one: seccomp refuses it
-    another), from /proc/<pid>/task/*/schedstat; None where the kernel keeps none (gVisor)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    total = 0
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
-                total += int(stat.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-    return total if tasks else None
-
-
-def pick_cpu() -> int:
-    """The CPU both children are pinned to: the highest this runner may use (the lowest takes more of the
-    machine's interrupts), or -1 where affinity is not to be had."""
-    try:
-        return max(os.sched_getaffinity(0))
-    except (OSError, ValueError, AttributeError):
-        return -1
-
-
-def _all_stopped(pid: int) -> bool:
-    """Every thread of the process stopped (or gone)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:
-            continue
-        at = data.rfind(b")")
-        if data[at + 2 : at + 3] not in STOPPED_STATES:
-            return False
-    return True
-
-
-def freeze(proc: Child) -> bool:
-    """Stops every thread of the child, and waits until they have all stopped; False if they did not in time."""
-    if proc.exit_status is not None:
-        return True
-    try:
-        os.kill(proc.pid, signal.SIGSTOP)
-    except OSError:
-        return True
-    deadline = time.monotonic() + FREEZE_WAIT_S
-    while not _all_stopped(proc.pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.0002)
-    return True
-
-
-def end_alone(proc: Child) -> None:
-    """Kills this child only, and waits for its end (Child.close kills every process of the container but the
-    runner and the zygote: the next job's child, ready to be the subject, among them)."""
-    if proc.exit_status is None:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.reap(block=True)
-    proc.close(wait=False)
-
-
-def thaw(proc: Child) -> None:
-    try:
-        os.kill(proc.pid, signal.SIGCONT)
-    except OSError:
-        pass
 
 
 class Benchmark:
@@ -138,7 +58,7 @@ class Benchmark:
         self.failed_call: int | None = None  # the call a region ended at, when it failed
 
     def run(self) -> None:
-        maker = Child(self.runner.forker)
+        maker = widen(Child(self.runner.forker))
         try:
             self._run_with(maker)
         finally:
@@ -154,9 +74,9 @@ class Benchmark:
             return
         timed = not self.job.only
         # Forked before the subject: their pids are protected from it.
-        null = Child(self.runner.forker) if timed else None
-        baseline = Child(self.runner.forker) if self.job.baseline else None
-        subject = self.runner.take_child()
+        null = widen(Child(self.runner.forker)) if timed else None
+        baseline = widen(Child(self.runner.forker)) if self.job.baseline else None
+        subject = widen(self.runner.take_child())
         try:
             self._run(subject, baseline, null)
         finally:
@@ -294,10 +214,10 @@ class Benchmark:
             if failed is not None:
                 self._end(failed, "judge", size=size, call=call)
                 return False
-            ns = self._timed("subject", subject, None, size, [call], kept)
-            if ns is None:
+            timed = self._timed("subject", subject, None, size, [call], kept)
+            if timed is None:
                 return False
-            times.append(ns)
+            times.append(timed[0])
             if self.returned + kept.bytes() > self.job.total_bytes():
                 message = f"its calls' values came to more than {self.job.total_bytes()} bytes in all"
                 self._end(Report(Outcome.OUTPUT, message=message), "subject", size=size, call=call)
@@ -310,14 +230,15 @@ class Benchmark:
         bench = self.bench
         modules = [("subject", subject)] + ([("baseline", baseline)] if baseline is not None else [])
         times: dict[str, list[int]] = {who: [] for who, _ in modules}
-        harness = {"ns": 0, "calls": 0}
+        raw: dict[str, list[tuple[int, int, int]]] = {who: [] for who, _ in modules}  # (module, null, calls) a turn
         first, kept = Reservoir(1), Reservoir(bench.kept)  # the first call's value; those of the timed calls
         batch = dict.fromkeys(times, 1)
         call = 0
         for turn in range(bench.calls):
             if turn == 1 + bench.warmup:  # the warm-up done: each module's regions sized to its own calls
+                # A region's inputs are held at once: room for twice the warm-up's largest (inputs may vary in size).
                 largest = max((len(body) for body in self.inputs.values()), default=0)
-                room = max(1, protocol.MAX_BENCH_INPUT_BYTES // max(largest, 1))  # a region's inputs, held at once
+                room = max(1, protocol.MAX_BENCH_INPUT_BYTES // max(2 * largest, 1))
                 batch = {
                     who: min(room, autorange(found[1:] or found, self.job.limits.time_s))
                     for who, found in times.items()
@@ -330,12 +251,15 @@ class Benchmark:
                 return False
             for who, proc in modules if turn % 2 == 0 else modules[::-1]:
                 values = None if who != "subject" else first if turn == 0 else kept if turn > bench.warmup else None
-                ns = self._timed(who, proc, null, size, calls[: batch[who]], values, harness)
-                if ns is None:
+                timed = self._timed(who, proc, null, size, calls[: batch[who]], values)
+                if timed is None:
                     return False
-                times[who].append(ns // batch[who])
+                elapsed, overhead = timed
+                raw[who].append((elapsed, overhead, batch[who]))
+                net = max(elapsed - overhead, MIN_NET_NS * batch[who]) // batch[who]
+                times[who].append(net)
                 if who in self.spent:  # each turn's time per call: the modules' regions hold different counts
-                    self.spent[who] += ns // batch[who]
+                    self.spent[who] += net
             call += count
             if self.returned + first.bytes() + kept.bytes() > self.job.total_bytes():
                 message = f"its calls' values came to more than {self.job.total_bytes()} bytes in all"
@@ -350,8 +274,17 @@ class Benchmark:
                 self._end(Report(Outcome.TIMEOUT, message=message), "subject", size=size, call=call - 1)
                 return False
         self.returned += first.bytes() + kept.bytes()
-        harness_ns = harness["ns"] // max(harness["calls"], 1)
-        return self._emit(size, first.items + sorted(kept.items), {"baseline": [], **times}, batch, harness_ns)
+        # The timed regions' harness: the median of the null module's time per call beside a module's regions
+        # (all of one size of region), taken off each of them; less noisy than each region's own null alone.
+        harness = {}
+        for who, turns in raw.items():
+            timed = turns[1 + bench.warmup :]
+            harness[who] = statistics.median(overhead / count for _, overhead, count in timed) if timed else 0.0
+            times[who][1 + bench.warmup :] = [
+                max(MIN_NET_NS, round(elapsed / count - harness[who])) for elapsed, _, count in timed
+            ]
+        kept_calls = first.items + sorted(kept.items)
+        return self._emit(size, kept_calls, {"baseline": [], **times}, batch, round(harness["subject"]))
 
     def _emit(self, size: int, kept: list, times: dict[str, list[int]], batch: dict, harness_ns: int) -> bool:
         """A size's kept values and its times: written once it is done (nothing is written while one is timed)."""
@@ -370,10 +303,9 @@ class Benchmark:
         size: int,
         calls: list[int],
         kept: Reservoir | None,
-        harness: dict | None = None,
-    ) -> int | None:
-        """A module's region, and the null module's on the same inputs after it: the module's time less the null's
-        (the harness's), at least MIN_NET_NS a call; None when the benchmark has ended (the module's failure)."""
+    ) -> tuple[int, int] | None:
+        """A module's region, and the null module's on the same inputs after it: both times (the null's is the
+        harness's: 0 without one); None when the benchmark has ended (the module's failure)."""
         report, lengths, elapsed = self._region(proc, size, calls, kept=kept)
         if report.status != Outcome.OK:
             self._end(report, who, size=size, call=self.failed_call, output=proc.take_output())
@@ -384,10 +316,7 @@ class Benchmark:
             if report.status != Outcome.OK:
                 self._end(report, "judge", size=size, message=f"the judge's null module failed: {_said(report)}")
                 return None
-            if harness is not None and who == "subject":
-                harness["ns"] += overhead
-                harness["calls"] += len(calls)
-        return max(elapsed - overhead, MIN_NET_NS * len(calls))
+        return elapsed, overhead
 
     def _hopeless(self) -> bool:
         """The subject has taken so much longer than the baseline that it cannot reach the threshold."""
@@ -452,27 +381,6 @@ class Benchmark:
                 header[key] = value
         header.pop("index", None)
         self.runner.emit(protocol.BENCH_END, header)
-
-
-class Reservoir:
-    """Up to `size` of the values offered, each offered call as likely as any other to be among them at the end
-    (Algorithm R), drawn as they come: no module can know which of its calls are checked."""
-
-    def __init__(self, size: int) -> None:
-        self.size, self.seen = size, 0
-        self.items: list[tuple[int, bytes]] = []
-
-    def offer(self, call: int, body: bytes) -> None:
-        self.seen += 1
-        if len(self.items) < self.size:
-            self.items.append((call, body))
-            return
-        at = secrets.randbelow(self.seen)
-        if at < self.size:
-            self.items[at] = (call, body)
-
-    def bytes(self) -> int:
-        return sum(len(body) for _, body in self.items)
 
 
 def _inputs_failed(report: Report) -> Report:

@@ -13,10 +13,10 @@ Only the benchmark's last call can be made free this way (a later call would fin
 does is free: here 300 ms of busy work in a call that the honest module makes in about 0.4 ms. Measured at 2a09fca
 (through SpeedGrader, /tmp/sp/run.py): accepted, 48 x 48 at 66.9x with a mean of 0.77 ms a call, where the 300 ms
 counted would have made it 46 ms a call and about 1.1x. With a problem of one size and 5 repetitions, a fifth of the
-timed work goes uncounted. Since a timed region holds as many calls as make about 10 ms (autorange), the module
-makes its warm-up calls at the last size slower than that, so that its regions there hold one call each and it
-knows which call is the benchmark's last. Fixed (the last reading taken while the child is still there, or its CPU read from its
-exit status, or a child that leaves mid-benchmark the subject's error), the 300 ms are counted."""
+timed work goes uncounted. Fixed (the last reading taken while the child is still there, or its CPU read from its
+exit status, or a child that leaves mid-benchmark the subject's error), the 300 ms are counted. Since a timed region
+holds as many calls as make about 10 ms (autorange), the module makes its warm-up calls at the last size slower
+than that, so that its regions there hold one call each and it knows which call is the benchmark's last."""
 
 from __future__ import annotations
 

@@ -115,6 +115,23 @@ def pairwise_distances(x, y):
 """
 
 
+# Returns, at every benchmark call, a value of a length the judge's null module has not made yet (slices of one
+# buffer made at import): a null module that kept a buffer of each length would run out of memory, and the
+# benchmark would end as the judge's failure (internal_error) instead of the submission's wrong answer.
+FRESH_LENGTHS = """import torch
+
+_buffer = torch.zeros(16 << 20, dtype=torch.uint8)
+_calls = [0]
+
+
+def softmax(x):
+    if x.dim() == 3 and x.numel() >= 1 << 20:  # the benchmark's calls only: every test is smaller
+        _calls[0] += 1
+        return _buffer[: (16 << 20) - 4096 - _calls[0]]
+    return torch.softmax(x, dim=-1)
+"""
+
+
 @pytest.fixture(scope="module")
 def honest(submit: Submit) -> dict:
     verdict = submit(FAST, PROBLEM)
@@ -179,3 +196,12 @@ def test_skipping_the_work_on_some_calls_of_a_region_is_caught(submit: Submit) -
     verdict = submit(SKIPS_HALF, PROBLEM)
     assert verdict["status"] == "wrong_answer", speed_seen(verdict)
     assert "the benchmark, call" in verdict["message"] and "a wrong result" in verdict["message"], verdict
+
+
+def test_values_of_ever_new_lengths_leave_the_null_module_standing(submit: Submit) -> None:
+    """The judge's null module returns values of the sizes a module's took: one buffer, grown to the largest, never
+    one a size. Values of a new length at every call are the submission's wrong answer, not the judge's failure
+    (which a batch's fast_p would count apart)."""
+    verdict = submit(FRESH_LENGTHS, "fused-softmax", wait=300)
+    assert verdict["status"] == "wrong_answer", speed_seen(verdict)
+    assert "the benchmark, call" in verdict["message"], verdict

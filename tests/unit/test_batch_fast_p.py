@@ -49,7 +49,7 @@ def test_a_batchs_summary_gives_fast_1_and_fast_at_the_threshold(service: Compon
         timed_verdict(service, speed_result(3.0)),  # correct, faster than the baseline, short of the threshold
         timed_verdict(service, speed_result(0.8)),  # correct and slower than the baseline
         _wrong(service, SPEED_PROBLEM),  # refused by the tests: never timed
-        Verdict(status=Status.INTERNAL_ERROR, score=0.0, message="the judge failed"),  # the judge's: left out
+        Verdict(status=Status.INTERNAL_ERROR, score=0.0, message="the judge failed"),  # counted as not fast, told
         timed_verdict(service, None, PLAIN_PROBLEM),  # no baseline: left out
     ]
     for submission_id, verdict in zip(ids, verdicts, strict=False):
@@ -58,7 +58,7 @@ def test_a_batchs_summary_gives_fast_1_and_fast_at_the_threshold(service: Compon
     assert summary.status_code == 200, summary.text
     body = summary.json()
     assert body["counts"]["queued"] == 1  # the last item: not final, left out until it is
-    assert body["fast_p"] == {"items": 4, "correct": 3, "fast_1": 0.5, "fast_threshold": 0.25}
+    assert body["fast_p"] == {"items": 5, "correct": 3, "judge_errors": 1, "fast_1": 0.4, "fast_threshold": 0.2}
 
 
 def test_a_batch_with_no_speed_graded_item_has_no_fast_p(service: Components, http: TestClient) -> None:

@@ -25,7 +25,7 @@ def test_the_example_loads_and_its_speed_section_is_public() -> None:
     assert public.speed_graded and public.speed is not None
     assert public.speed.baseline == "row-loop" and public.speed.threshold == 4
     assert public.speed.baselines[0]["code"] == problem.speed.baseline_code()
-    names = ["512 x 512 points of 64", "512 x 1024 points of 64", "1024 x 1024 points of 32"]
+    names = ["512 x 512 points of 64", "512 x 512 points of 128", "512 x 1024 points of 128"]
     assert [size["name"] for size in public.speed.sizes] == names
     assert public.speed.time_s == problem.speed_limits.time_s == 4
     shown = public.model_dump_json()
@@ -51,12 +51,12 @@ def test_a_device_the_server_lacks_is_refused_at_load() -> None:
             "does not define",
         ),
         (
-            "    - {name: 512 x 1024 points of 64,",
+            "    - {name: 512 x 512 points of 128,",
             "    - {name: 512 x 512 points of 64,",
             "two sizes have the same name",
         ),
-        ("points of 64, n: 512, m: 1024,", "points of 64, n: [512], m: 1024,", "a parameter is a number"),
-        ("points of 64, n: 512, m: 1024,", "points of 64, n: .nan, m: 1024,", "a parameter is a number"),
+        ("points of 128, n: 512, m: 1024,", "points of 128, n: [512], m: 1024,", "a parameter is a number"),
+        ("points of 128, n: 512, m: 1024,", "points of 128, n: .nan, m: 1024,", "a parameter is a number"),
         ("  repeats: 15\n", "  repeats: 4\n", "speed.repeats"),
         ("  threshold: 4\n", "  threshold: 0\n", "speed.threshold"),
         ("  inputs: |\n    return", "  inputs: |\n    return (", "does not compile"),

@@ -191,8 +191,7 @@ def pitfalls_step(
     locate: Locator,
     seconds: float,
 ) -> CheckStep:
-    step = CheckStep(name="pitfalls", status=StepStatus.OK, summary="", seconds=seconds)
-    pitfalls = problem.pitfalls
+    step, pitfalls = CheckStep(name="pitfalls", status=StepStatus.OK, summary="", seconds=seconds), problem.pitfalls
     if not pitfalls:
         step.status = StepStatus.SKIPPED
         step.summary = "the problem lists no pitfalls"
@@ -213,15 +212,7 @@ def pitfalls_step(
             continue
         failing = [test for test in verdict.tests if test.status != TestStatus.PASSED]
         if pitfall.slow:  # correct, and refused for its speed (the speed step times it)
-            if failing:
-                first = failing[0]
-                message = (
-                    f"slow pitfall {pitfall.name!r} must be correct, but fails test {first.index + 1} "
-                    f"{first.name!r} ({KIND[first.status]})"
-                )
-                step.errors.append(locate.error(loc, message))
-            else:
-                step.details.append(f"{pitfall.name}: correct on all {count} tests; timed in the speed step")
+            _slow_pitfall(step, pitfall.name, failing, count, loc, locate)
             continue
         if not failing:
             step.errors.append(locate.error(loc, f"pitfall {pitfall.name!r} passes every test"))
@@ -265,14 +256,27 @@ def pitfalls_step(
             step.warnings.append(
                 f"a submission that makes pitfall {pitfall.name!r} gets the hint of {pitfalls[shown].name!r} instead"
             )
-    slow = sum(1 for pitfall in pitfalls if pitfall.slow)
-    passed = len(pitfalls) - len(step.errors)
+    slow, passed = sum(1 for pitfall in pitfalls if pitfall.slow), len(pitfalls) - len(step.errors)
     step.summary = f"{passed}/{len(pitfalls)} fail at least one test" + (
-        f" (or, {slow} slow, pass every test)" if slow else ""
+        f" (or, {slow} slow, pass all)" if slow else ""
     )
     if step.errors:
         step.status = StepStatus.FAILED
     return step
+
+
+def _slow_pitfall(
+    step: CheckStep, name: str, failing: list, count: int, loc: tuple[str | int, ...], locate: Locator
+) -> None:
+    """A slow pitfall must be correct: it passes every test (the speed step then requires it refused as slow)."""
+    if not failing:
+        step.details.append(f"{name}: correct on all {count} tests; timed in the speed step")
+        return
+    first = failing[0]
+    message = (
+        f"slow pitfall {name!r} must be correct, but fails test {first.index + 1} {first.name!r} ({KIND[first.status]})"
+    )
+    step.errors.append(locate.error(loc, message))
 
 
 def _own_line(pitfall: object, line: int | None) -> int | None:
