@@ -166,7 +166,13 @@ def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result
     assert end is not None
     subject_import = (outcome.load.time_ms or 0.0) * 1e6
     baseline_import = (end.baseline_load_ms or 0.0) * 1e6
-    charge = setup_charge_ns(subject_import, baseline_import, [size.subject_ns for size in outcome.sizes], speed.warmup)
+    charge = setup_charge_ns(
+        subject_import,
+        baseline_import,
+        [size.subject_ns for size in outcome.sizes],
+        speed.warmup,
+        [size.subject_batch for size in outcome.sizes],
+    )
     sizes = [
         size_speed(
             spec.name,

@@ -117,18 +117,23 @@ def size_speed(
 
 
 def setup_charge_ns(
-    subject_import_ns: float, baseline_import_ns: float, sizes: Sequence[Sequence[int]], warmup: int
+    subject_import_ns: float,
+    baseline_import_ns: float,
+    sizes: Sequence[Sequence[int]],
+    warmup: int,
+    batches: Sequence[int] | None = None,
 ) -> float:
     """What each timed call of the submission is charged for the work it did before them: its import beyond the
     baseline's, and each first and warm-up call beyond its own timed calls' mean at that size, less the grace,
-    spread over its timed calls. `sizes`: the submission's raw times, per size."""
+    spread over its timed calls (each timed region's time a call holds `batches[size]` calls). `sizes`: the
+    submission's times per call, per size."""
     excess = max(0.0, subject_import_ns - baseline_import_ns)
     timed_calls = 0
-    for times in sizes:
+    for index, times in enumerate(sizes):
         timed = times[1 + warmup :]
         mean = sum(timed) / len(timed)
         excess += sum(max(0.0, before - mean) for before in times[: 1 + warmup])
-        timed_calls += len(timed)
+        timed_calls += len(timed) * (batches[index] if batches is not None else 1)
     return max(0.0, excess - SETUP_GRACE_NS) / max(timed_calls, 1)
 
 

@@ -69,6 +69,9 @@ def test_work_before_the_timed_calls_is_charged_against_the_submissions_own_call
     assert charge == pytest.approx((500 * MS + 0.9 * MS - 0.1 * MS - SETUP_GRACE_NS) / 4, rel=1e-6)
     assert setup_charge_ns(1 * MS, 900 * MS, [fast], warmup=1) == 0  # a slow baseline's import credits nothing
     assert setup_charge_ns(2 * MS, 1 * MS, [fast], warmup=1) == 0  # a millisecond of a load's noise: the grace
+    # A timed region of 10 calls: the work done ahead is spread over every call the regions held, 40 here.
+    in_regions = setup_charge_ns(1 * MS, 1 * MS, [ahead], warmup=1, batches=[10])
+    assert in_regions == pytest.approx(charge / 10, rel=1e-6)
 
 
 def test_a_charge_lowers_the_speedup_as_if_the_work_were_done_in_the_calls() -> None:
