@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.runner.bench_children import Reservoir
 from sandbox.runner.bench_job import BenchJob
 from sandbox.runner.protocol import MAX_BENCH_BATCH, FrameError, Outcome
-from sandbox.runner.bench_children import Reservoir
 from tests.unit.runner_harness import HostRunner, bench_job
 
 pytestmark = pytest.mark.timeout(120)
