@@ -365,17 +365,21 @@ def show_leaderboard(
         print("no entries yet", file=out)
         return 0
     print(f"{'rank':>4}  {'speed-up':>9}  {'verified':<8}  {'submitted':<16}  name", file=out)
-    earlier = False
+    earlier = retimed = False
     for entry in entries:
         rank = entry.get("rank") if type(entry.get("rank")) is int else "?"
         when = _safe(entry.get("submitted_at"), 40)[:16].replace("T", " ")
         mark = "*" if entry.get("problem_version") != board.get("version") else ""
-        earlier = earlier or bool(mark)
+        if entry.get("timing_version") != board.get("timing_version"):
+            mark += "+"
+        earlier, retimed = earlier or "*" in mark, retimed or "+" in mark
         verified = "yes" if entry.get("verified") is True else "no"
         speedup = _times(entry.get("speedup")) + mark
         print(f"{rank:>4}  {speedup:>9}  {verified:<8}  {when:<16}  {_safe(entry.get('name'), 64)}", file=out)
     if earlier:
         print("* graded against an earlier version of the problem", file=out)
+    if retimed:
+        print("+ timed under an earlier version of the judge's timing (listed after the current one's)", file=out)
     return 0
 
 

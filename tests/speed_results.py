@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from grader.components import Components, build
 from grader.config import Settings
-from grader.grading.speed_stats import SizeSpeed, SpeedResult
+from grader.grading.speed_stats import TIMING_VERSION, SizeSpeed, SpeedResult
 from grader.grading.verdict import Status, TestResult, TestStatus, Verdict
 from tests.conftest import SERVICE_PROBLEMS_DIR
 
@@ -54,6 +54,7 @@ def speed_result(speedup: float, *, threshold: float = 5.0, **fields: Any) -> Sp
         "setup_charge_ms": 0.0012,
         "cpu": 1,
         "message": f"{speedup:g}x the baseline 'pair-loop'",
+        "timing_version": TIMING_VERSION,  # as the grader times today
     }
     return SpeedResult(**(values | fields))
 

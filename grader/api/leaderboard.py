@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from grader.api.deps import AdminCallerDep, DatabaseDep, RegistryDep, admin_only
 from grader.api.schemas import shown
 from grader.containers.protocol import bounded_text
+from grader.grading.speed_stats import TIMING_VERSION
 from grader.problems.registry import LoadedProblem
 from grader.storage import leaderboard
 from grader.storage.db import UtcTime
@@ -43,6 +44,9 @@ class EntryPublic(BaseModel):
     speedup: float = Field(description="the score of the entrant's best accepted submission, against the baseline")
     submitted_at: UtcTime = Field(description="when that submission was made")
     problem_version: str = Field(description="the version of the problem it was graded against")
+    timing_version: int = Field(
+        description="how the judge timed it: speed-ups of two timing versions do not compare (later ones rank first)"
+    )
     submission_id: str | None = Field(
         None, description="the submission that set the entry: shown to the admin (its bearer token) only"
     )
@@ -57,6 +61,9 @@ class LeaderboardPublic(BaseModel):
     threshold: float = Field(description="the least speed-up accepted")
     score: str = Field(description="geomean (the geometric mean of the sizes' speed-ups) or min (the smallest)")
     device: str = Field(description="where the calls were timed: cpu or cuda")
+    timing_version: int = Field(
+        description="the judge's current timing version (an entry says which it was timed under)"
+    )
     entries: list[EntryPublic] = Field(description="best first, at most `limit`")
 
 
@@ -98,6 +105,7 @@ def board(
                 speedup=row.speedup,
                 submitted_at=row.submitted_at,
                 problem_version=row.problem_version,
+                timing_version=row.timing_version or 1,
                 submission_id=row.submission_id if admin else None,
             )
         )
@@ -108,6 +116,7 @@ def board(
         threshold=speed.threshold,
         score=speed.score,
         device=speed.device,
+        timing_version=TIMING_VERSION,
         entries=entries,
     )
 

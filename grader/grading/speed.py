@@ -25,7 +25,7 @@ from grader.grading.expected import ExpectedCache, ProblemBroken
 from grader.grading.judge import CRASHED, Judge
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import derive
-from grader.grading.speed_stats import SpeedResult, score, setup_charge_ns, size_speed
+from grader.grading.speed_stats import TIMING_VERSION, SpeedResult, score, setup_charge_ns, size_speed
 from grader.grading.verdict import LOAD_TO_STATUS, RUNNER_TO_TEST, TEST_TO_STATUS, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,13 @@ class SpeedGrader:
         which times the author's own modules (never a submission beside the reference)."""
         speed = problem.speed  # type: ignore[attr-defined]
         name, code = against if against is not None else (speed.baseline, speed.baseline_code())
-        result = SpeedResult(baseline=name, device=speed.device, score=speed.score, threshold=speed.threshold)
+        result = SpeedResult(
+            baseline=name,
+            device=speed.device,
+            score=speed.score,
+            threshold=speed.threshold,
+            timing_version=TIMING_VERSION,
+        )
         if not self._slot.acquire(timeout=SLOT_WAIT_S):
             return _judges(verdict, result, "no benchmark slot came free")
         try:

@@ -26,6 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# How the judge times (sandbox/runner/timing.py): 1, each call alone with the harness on the clock; 2, regions of
+# calls with the harness's own time measured beside them and taken off. Speed-ups of two versions do not compare.
+TIMING_VERSION = 2
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SETUP_GRACE_NS = 2_000_000  # what a load's own noise may differ by (a cold cache, a page fault storm)
@@ -69,6 +72,7 @@ class SpeedResult(BaseModel):
     clock: Literal["cpu", "wall"] | None = None  # each module's CPU time, or the wall clock (under gVisor)
     message: str | None = None
     details: dict[str, Any] | None = None  # a wrong call's comparison (expected against got)
+    timing_version: int = Field(1, ge=1, le=1000)  # TIMING_VERSION when timed; a stored timing without one: 1
 
 
 def _rounded(value: float, digits: int = 4) -> float:

@@ -119,6 +119,8 @@ class LeaderboardEntry(Base):
     problem_version: Mapped[str] = mapped_column(String(32))
     submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # How the judge timed it (grading/speed_stats.py TIMING_VERSION): a later version's entry replaces it.
+    timing_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
     __table_args__ = (Index("ix_leaderboard_entries_problem_id_speedup", "problem_id", "speedup"),)
 

@@ -4,7 +4,9 @@ An entrant is who submitted: an API key's hash and the name given under it (the 
 course gives, `submitter`), or, on a server without keys, a browser's or a CLI's owner token's hash, whatever
 name it gives (the submitter's own word, shown as unverified). A submission with neither is not on the board. An entry
 only ever rises: a slower accepted submission, or a regrade that measures less, leaves it as it is; the
-admin can clear it.
+admin can clear it. Speed-ups of two timing versions (grading/speed_stats.py TIMING_VERSION) do not compare: an
+entry timed under a later version replaces one of an earlier, and the board lists the later versions' entries
+first (an admin's regrade of a problem's submissions times them again under the current version).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -54,6 +56,13 @@ def best_speedup(row: Any) -> float | None:
     return float(value) if type(value) in (int, float) and value > 0 else None
 
 
+def timing_version_of(row: Any) -> int:
+    """The timing version a stored verdict was timed under: 1 where it says none (or nothing sound)."""
+    speed = row.speed if isinstance(row.speed, dict) else {}
+    value = speed.get("timing_version")
+    return value if type(value) is int and 1 <= value <= 1000 else 1
+
+
 def record(session: Session, row: Any) -> bool:
     """Enters a stored verdict on its problem's board when it beats the entrant's entry; whether the board changed.
     A verdict for the entry's own submission that is lower (a regrade that no longer accepts it, or times it
@@ -74,6 +83,7 @@ def record(session: Session, row: Any) -> bool:
         "problem_version": row.problem_version,
         "submitted_at": row.created_at,
         "updated_at": utcnow(),
+        "timing_version": timing_version_of(row),
     }
     if existing is None:
         try:
@@ -87,7 +97,10 @@ def record(session: Session, row: Any) -> bool:
         .where(
             LeaderboardEntry.problem_id == row.problem_id,
             LeaderboardEntry.entrant == entrant.id,
-            LeaderboardEntry.speedup < speedup,
+            or_(
+                LeaderboardEntry.timing_version < values["timing_version"],
+                (LeaderboardEntry.timing_version == values["timing_version"]) & (LeaderboardEntry.speedup < speedup),
+            ),
         )
         .values(**values)
     )
@@ -107,11 +120,14 @@ def _recompute(session: Session, problem_id: str, row: Any, entrant: Entrant) ->
     query = select(Submission).where(
         Submission.problem_id == problem_id, mine, Submission.status == Status.ACCEPTED.value
     )
-    best = None
+    best = None  # ((timing version, speed-up), submission): the latest version's best
     for submission in session.scalars(query.order_by(Submission.created_at)):
         value = best_speedup(submission)
-        if value is not None and entrant_of(submission) == entrant and (best is None or value > best[0]):
-            best = (value, submission)
+        if value is None or entrant_of(submission) != entrant:
+            continue
+        rank = (timing_version_of(submission), value)
+        if best is None or rank > best[0]:
+            best = (rank, submission)
     session.execute(
         delete(LeaderboardEntry).where(
             LeaderboardEntry.problem_id == problem_id, LeaderboardEntry.entrant == entrant.id
@@ -122,11 +138,17 @@ def _recompute(session: Session, problem_id: str, row: Any, entrant: Entrant) ->
 
 
 def entries(session: Session, problem_id: str, limit: int = MAX_ENTRIES) -> list[LeaderboardEntry]:
-    """The board, best first; equal speed-ups by time of submission, the earlier first."""
+    """The board, best first (the latest timing version's entries before earlier ones'); equal speed-ups by time
+    of submission, the earlier first."""
     query = (
         select(LeaderboardEntry)
         .where(LeaderboardEntry.problem_id == problem_id)
-        .order_by(LeaderboardEntry.speedup.desc(), LeaderboardEntry.submitted_at, LeaderboardEntry.entrant)
+        .order_by(
+            LeaderboardEntry.timing_version.desc(),
+            LeaderboardEntry.speedup.desc(),
+            LeaderboardEntry.submitted_at,
+            LeaderboardEntry.entrant,
+        )
         .limit(limit)
     )
     return list(session.scalars(query))

@@ -19,6 +19,7 @@ from sqlalchemy import delete
 
 from grader.app import create_app
 from grader.components import Components
+from grader.grading.speed_stats import TIMING_VERSION
 from grader.storage.db import LeaderboardEntry
 from tests.speed_results import (
     PLAIN_PROBLEM,
@@ -220,6 +221,7 @@ def test_only_the_admin_sees_which_submission_set_an_entry(open_service: Compone
         "speedup",
         "submitted_at",
         "problem_version",
+        "timing_version",
     }
     assert board(http, ADMIN_HEADERS)["entries"][0]["submission_id"] == submission_id
     assert submission_id not in http.get(PAGE).text
@@ -308,3 +310,23 @@ def test_a_regrade_that_no_longer_accepts_the_entrys_submission_takes_it_off_the
     entries = board(http, ADMIN_HEADERS)["entries"]
     stale = [entry for entry in entries if entry["submission_id"] == inflated]
     assert stale == [], stale
+
+
+def test_an_entry_timed_under_an_earlier_timing_version_gives_way_to_a_later_one(
+    open_service: Components, http: TestClient
+) -> None:
+    """Speed-ups of two timing versions do not compare: an entrant's entry made under version 1 is replaced by its
+    next accepted one under the current version, however it compares; the board lists the current version's
+    entries first and says which version each was timed under (an admin's regrade times them all again)."""
+    old = speed_result(40.0, timing_version=1)
+    submit_and_grade(open_service, http, verdict_with(open_service, old), headers=owner("old"), name="Old")
+    enter(open_service, http, 6.0, owner("new"), "New")
+    body = board(http)
+    assert body["timing_version"] == TIMING_VERSION == 2
+    assert [(e["name"], e["speedup"], e["timing_version"]) for e in body["entries"]] == [
+        ("New", 6.0, 2),
+        ("Old", 40.0, 1),
+    ]
+    enter(open_service, http, 9.0, owner("old"), "Old")  # timed under version 2: slower in figures, replaces it
+    assert shown(http) == [(1, "Old", 9.0), (2, "New", 6.0)]
+    assert {e["timing_version"] for e in board(http)["entries"]} == {2}
