@@ -2,10 +2,12 @@
 timed against the problem's baseline (sandbox/runner/timing.py), and accepted only when its score reaches
 the threshold.
 
-The trusted side sends the benchmark, checks every checked call's returned value against the reference's on
-the same inputs (a value kept from an earlier call, on fresh inputs, is wrong), and makes the statistics
-from the raw times (speed_stats.py). Blame as for tests: the submission's failures are its own verdicts (a
-call that runs out of time is time_limit_exceeded, and so on); the baseline's or the reference's failure,
+The trusted side sends the benchmark (after the reference's first call at each size, whose values bound the
+submission's), then checks each call the runner kept (the first at each size, and 8 of its timed calls drawn as
+they came) against the reference's on the same inputs, the reference run on exactly those calls (a value kept
+from an earlier call, on fresh inputs, is wrong), and makes the statistics from the times (speed_stats.py).
+Blame as for tests: the submission's failures are its own verdicts (a call that runs out of time is
+time_limit_exceeded, and so on); the baseline's or the reference's failure,
 like a sandbox that cannot be had, is the judge's (internal_error). One benchmark runs at a time in a
 process: two at once would share the CPU they are timed on.
 """
@@ -166,7 +168,7 @@ class SpeedGrader:
 
 
 def _timed(problem: ProblemSpec, outcome: BenchOutcome, verdict: Verdict, result: SpeedResult) -> Verdict:
-    """The statistics of a benchmark whose every checked call was right, and the verdict they make."""
+    """The statistics of a benchmark whose every kept call was right, and the verdict they make."""
     speed = problem.speed  # type: ignore[attr-defined]
     end = outcome.end
     assert end is not None

@@ -158,7 +158,7 @@ class BenchJob:
     # The subject is stopped once its calls have taken this many times the baseline's in all, plus GIVE_UP_S: it
     # can no longer reach the threshold, and a slow module would hold the container and the CPU (0: never).
     max_ratio: float = 0.0
-    # What the subject's checked calls may return in all, in bytes: past it the benchmark ends (the subject's
+    # What the subject's kept calls may return in all, in bytes: past it the benchmark ends (the subject's
     # output limit), so that neither the runner nor the trusted side holds more (0: max_result_bytes per call).
     max_total_bytes: int = 0
     # A reference's job: the calls to make, (size, call) in order, each alone, every value sent (no baseline).
