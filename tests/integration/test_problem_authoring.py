@@ -27,6 +27,9 @@ STEPS = ["schema", "reference", "deterministic", "starter", "pitfalls", "toleran
 # Every shipped problem passes its check under 3 seeds here (each was checked under 32 when written:
 # `grader problems check --seeds 32`); the check's own seeds are tested in tests/unit/test_problem_check.py.
 SEEDS = "3"
+# The whole check of every shipped problem: the four speed-graded ones' speed steps take 1-2.5 minutes each on a
+# 2-core machine (each times its reference, alternatives and slow pitfalls), the others seconds.
+CHECK_S = 1800
 
 
 def run_check(data_dir: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
@@ -36,7 +39,7 @@ def run_check(data_dir: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=600,
+        timeout=CHECK_S,
     )
 
 
@@ -45,6 +48,7 @@ def leftover_containers(data_dir: Path) -> list[str]:
     return [c.name for c in docker.from_env().containers.list(all=True, filters={"label": label})]
 
 
+@pytest.mark.timeout(CHECK_S + 60)
 def test_every_problem_file_checks_itself(tmp_path: Path) -> None:
     result = run_check(tmp_path, *PROBLEM_FILES)
     assert result.returncode == 0, result.stdout + result.stderr
