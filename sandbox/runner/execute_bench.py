@@ -118,10 +118,6 @@ class Ballast:
         return self.buffer[:wanted]
 
 
-def _null(*args: object, **kwargs: object) -> None:
-    return None
-
-
 def _call(function: object, inputs: bytes, device: str, max_result: int) -> tuple[Report, bytes]:
     """One call on its inputs (decoded here, inside the timed call, for both modules alike), and its value
     encoded: the runner times all of it."""
@@ -163,14 +159,13 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     _send(res_w, protocol.CHILD_LOAD, (failure or Report(Outcome.OK)).header())
     if failure is not None:
         os._exit(0)
-    function = _null if bench.null else entry_points[bench.entry_point]
     ballast = Ballast(max_result)
     for command, inputs in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
-        if bench.null:  # made inside the call's own handling: a failure there is told, never a crash
+        if bench.null:  # its value made inside the call's own handling: a failure there is told, never a crash
             size = command.value_bytes
             report, value = _call(lambda *_, **__: ballast(size), inputs, bench.device, max_result)  # noqa: B023
         else:
-            report, value = _call(function, inputs, bench.device, max_result)
+            report, value = _call(entry_points[bench.entry_point], inputs, bench.device, max_result)
         del inputs
         report.index = command.call
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)
