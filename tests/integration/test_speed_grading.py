@@ -126,14 +126,15 @@ def test_a_result_kept_from_an_earlier_call_is_not_credited(grade: Callable[...,
 
 @pytest.mark.parametrize("source", [AT_IMPORT, ON_FIRST_CALL], ids=["at import", "on the first call"])
 def test_work_done_before_the_timed_calls_is_charged(grade: Callable[..., dict], source: str) -> None:
-    """Charged to its timed calls as if done there (a few hundred ms over 45 calls of a fraction of a ms each), or,
-    being more than the whole benchmark's baseline allows, the benchmark stops early: either way too slow. How much
-    is charged is the machine's: it is checked against the excess the verdict itself shows, not a figure in ms."""
+    """Charged to its timed calls as if done there: spread over every call its timed regions held (autorange: as
+    many as make about 10 ms each), or, being more than the whole benchmark's baseline allows, the benchmark stops
+    early. How much is charged is the machine's: it is checked against the excess the verdict itself shows, not a
+    figure in ms."""
     verdict = grade(source)
     speed = verdict["speed"]
     assert speed is not None, verdict
-    assert verdict["status"] == "time_limit_exceeded" and speed["passed"] is False, verdict
-    if "too slow to reach the threshold" in verdict["message"]:
+    assert verdict["status"] in ("accepted", "time_limit_exceeded"), verdict
+    if "too slow to reach the threshold" in (verdict["message"] or ""):
         return
     # The charge spreads the work done before the timed calls over them (speed_stats.setup_charge_ns): at least
     # the excess that the load and the first calls show over the timed ones (less the 2 ms grace), within a half
@@ -141,8 +142,11 @@ def test_work_done_before_the_timed_calls_is_charged(grade: Callable[..., dict],
     shown = max(0.0, speed["submission_import_ms"] - speed["baseline_import_ms"]) + sum(
         max(0.0, size["submission_first_ms"] - size["submission_ms"]) for size in speed["sizes"]
     )
-    charged = speed["setup_charge_ms"] * sum(size["repeats"] for size in speed["sizes"])
+    calls = sum(size["repeats"] * size["batch"] for size in speed["sizes"])
+    charged = speed["setup_charge_ms"] * calls
     assert shown > 20 and charged >= 0.5 * shown - 2, (charged, shown, speed)
+    # Each timed call's time shown holds its share.
+    assert all(size["submission_ms"] >= speed["setup_charge_ms"] for size in speed["sizes"]), speed
 
 
 def test_the_leaderboard_keeps_each_entrants_best(client: TestClient, grade: Callable[..., dict]) -> None:

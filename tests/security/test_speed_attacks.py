@@ -202,6 +202,8 @@ def test_values_of_ever_new_lengths_leave_the_null_module_standing(submit: Submi
     """The judge's null module returns values of the sizes a module's took: one buffer, grown to the largest, never
     one a size. Values of a new length at every call are the submission's wrong answer, not the judge's failure
     (which a batch's fast_p would count apart)."""
-    verdict = submit(FRESH_LENGTHS, "fused-softmax", wait=300)
-    assert verdict["status"] == "wrong_answer", speed_seen(verdict)
+    verdict = submit(FRESH_LENGTHS, "fused-softmax")
+    # Its values (16 MB against the reference's 4-8) are wrong, or, kept, more than the job's bytes allow: the
+    # submission's own verdict either way, naming the call.
+    assert verdict["status"] in ("wrong_answer", "output_limit_exceeded"), speed_seen(verdict)
     assert "the benchmark, call" in verdict["message"], verdict
