@@ -97,7 +97,10 @@ def test_a_fast_correct_solution_is_accepted_with_its_timing(grade: Callable[...
         assert low <= size["speedup"] <= high
         assert size["repeats"] == 15
         assert 0 < size["submission_ms"] < size["baseline_ms"]
-    assert speed["submission_import_ms"] is not None and speed["setup_charge_ms"] == 0
+    # An honest module's charge is its cold first calls beyond the 2 ms grace (none on a quiet machine), spread over
+    # every call its regions held: a small part of any call's time, on a loaded machine too.
+    assert speed["submission_import_ms"] is not None
+    assert speed["setup_charge_ms"] <= 0.25 * min(size["submission_ms"] for size in speed["sizes"]), speed
 
 
 def test_a_slow_correct_solution_is_refused_as_slow(grade: Callable[..., dict]) -> None:
