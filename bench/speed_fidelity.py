@@ -6,7 +6,8 @@ In one run, for each speed-graded problem in problems/ and an idiomatic solution
 of torch, F.embedding_bag, F.conv1d):
   - the truth: the solution's call on the problem's own speed inputs (its `speed.inputs` and helpers, each size,
     distinct inputs drawn as the judge draws them), in one warm process of the sandbox image pinned to one CPU,
-    one thread, no judge around it: the median of --calls calls, each timed alone;
+    one thread, no judge around it: the median of --calls calls, each timed alone on the process's CPU clock
+    (as the judge times a child), the solution and its x2 and x4 versions in turn, call by call;
   - the judged time: `speed.sizes[].submission_ms` of the verdict the judge's speed grading makes of the same
     solution (grader/grading/speed.py, on warm sandboxes of the local engine);
   - the judged ratio of the same solution doing its work twice and four times (the last result returned), which
@@ -72,26 +73,27 @@ from runner.bench_job import BenchJob
 given = json.loads(sys.stdin.buffer.read())
 bench = BenchJob.parse(given["job"].encode()).bench
 calls, distinct, warm = given["calls"], given["distinct"], given["warm"]
+execute_bench.steady_allocator()  # as in the judge's timed children
 code = testcode.compile_test(bench.inputs, execute_bench.INPUTS_FILE)
-found = {}
+functions = {}
 for label, source in given["modules"].items():
     entry_points, failure = execute.load_submission(source, (bench.entry_point,))
     if failure is not None:
         raise SystemExit(f"{label} did not load: {failure.message}")
-    function = entry_points[bench.entry_point]
-    medians = []
-    for size in range(len(bench.sizes)):
-        inputs = [execute_bench.build_call(bench, code, size, call) for call in range(distinct)]
-        for call in range(warm):
-            function(*inputs[call % distinct]["args"], **inputs[call % distinct]["kwargs"])
-        times = []
-        for call in range(calls):
-            arguments = inputs[call % distinct]
-            started = time.perf_counter_ns()
+    functions[label] = entry_points[bench.entry_point]
+found = {label: [] for label in functions}
+for size in range(len(bench.sizes)):
+    inputs = [execute_bench.build_call(bench, code, size, call) for call in range(distinct)]
+    times = {label: [] for label in functions}
+    for call in range(warm + calls):  # the modules in turn, call by call: the machine's drift is on all alike
+        arguments = inputs[call % distinct]
+        for label, function in functions.items():
+            started = time.process_time_ns()
             function(*arguments["args"], **arguments["kwargs"])
-            times.append(time.perf_counter_ns() - started)
-        medians.append(statistics.median(times) / 1e6)
-    found[label] = medians
+            if call >= warm:
+                times[label].append(time.process_time_ns() - started)
+    for label in functions:
+        found[label].append(statistics.median(times[label]) / 1e6)
 print(json.dumps(found))
 """
 

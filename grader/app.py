@@ -19,6 +19,7 @@ from grader.api.edge import CORS_EXPOSED, CORS_HEADERS, CORS_METHODS, DeclaredBo
 from grader.api.events import events_router
 from grader.api.forwarded import ForwardedMiddleware
 from grader.api.health import health_router
+from grader.api.hosts import HostMiddleware
 from grader.api.leaderboard import leaderboard_router
 from grader.api.limits import BodyLimitMiddleware, route_caps
 from grader.api.listing import listing_router
@@ -78,6 +79,8 @@ def create_app(settings: Settings | None = None, components: Components | None =
             expose_headers=list(CORS_EXPOSED),
             max_age=600,
         )
+    # Before any route: a Host that is none of the service's names (a DNS-rebinding page's) gets 400.
+    app.add_middleware(HostMiddleware, names=settings.served_hosts)
     # Outermost: the client's address, as a trusted proxy names it (GRADER_TRUSTED_PROXIES).
     app.add_middleware(ForwardedMiddleware, proxies=settings.proxies)
     app.state.waiters = waiter_slots(settings.max_waiters)

@@ -201,7 +201,7 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
 
     def save_expected(key: str, data: bytes) -> None:
         with db.session() as session:
-            problem_data.save_expected(session, key=key, data=data)
+            problem_data.save_expected(session, key=key, data=data, budget_bytes=settings.expected_cache_mb << 20)
 
     expected = ExpectedCache(sandbox, references, load_expected, save_expected)
     judge = IsolatedJudge(settings.judge.memory_mb, settings.judge.cpu_s, settings.judge_process_cap)

@@ -30,36 +30,9 @@ from grader.config_groups import (
     StorageSettings,
     WebhookSettings,
 )
+from grader.origins import HOST_NAME, parse_origin
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Longer than any origin a client has reason to send (a host name is at most 253 characters).
-MAX_ORIGIN_CHARS = 1024
-
-
-def origin_of(scheme: str, netloc: str) -> str | None:
-    """`scheme://host[:port]`, in lower case, without the scheme's default port; None unless it is an
-    http(s) origin."""
-    scheme = scheme.lower()
-    if scheme not in ("http", "https") or not netloc or len(netloc) > MAX_ORIGIN_CHARS:
-        return None
-    if not netloc.isprintable() or any(char in netloc for char in " /?#@\\"):
-        return None
-    try:
-        parts = urlsplit(f"{scheme}://{netloc}")
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if not host:
-        return None
-    host = f"[{host}]" if ":" in host else host
-    default = 443 if scheme == "https" else 80
-    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
-
-
-def parse_origin(value: str) -> str | None:
-    """An Origin header's value (or a URL's origin part) normalised; None for `null` and anything else."""
-    scheme, sep, rest = value.strip().partition("://")
-    return origin_of(scheme, rest.removesuffix("/")) if sep else None
 
 
 def _default_pool_size() -> int:
@@ -73,6 +46,9 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535)
     data_dir: Path = REPO_ROOT / "data"
     database_url: str = ""  # empty: a SQLite file in data_dir
+    # The reference's outputs kept in the database, in MB: past it the least recently used are evicted
+    # (every seed a submission may draw has its own, so without a budget the cache only grows).
+    expected_cache_mb: int = Field(256, ge=1, le=1_000_000)
     problems_dir: Path = REPO_ROOT / "problems"
     # How often the problems directory is polled for added, edited or removed files; 0 turns it off.
     problems_poll_s: float = Field(2.0, ge=0, le=3600)
@@ -141,6 +117,10 @@ class Settings(BaseSettings):
     # Other origins (comma-separated, `https://host[:port]`) whose pages may call the API: CORS allows them
     # and their state-changing requests are not refused as cross-site. Empty: none, and no CORS at all.
     cors_origins: str = ""
+    # Host names (comma-separated) the service answers for beyond its own (grader/api/hosts.py): its
+    # GRADER_PUBLIC_URL's host, localhost, the compose stack's service names and any IP address always are;
+    # a request naming another host in Host is answered 400 (a DNS-rebinding page names its own). `*`: any.
+    allowed_hosts: str = ""
 
     # HTTP, per API process. A request's headers must be complete this long after its connection opens
     # (or after its first byte, on a kept-alive connection), and its body this long after its headers;
@@ -268,18 +248,29 @@ class Settings(BaseSettings):
         if self.public_url.strip() and self.public_origin is None:
             raise ValueError("GRADER_PUBLIC_URL must be an http:// or https:// URL with a host (or empty)")
         self._size_pool_for_the_runtime()
-        for entry in self.cors_origins.split(","):
-            if entry.strip() and parse_origin(entry) is None:
-                raise ValueError(
-                    f"GRADER_CORS_ORIGINS: {entry.strip()[:100]!r} is not an origin (http(s)://host[:port], no path;"
-                    " `*` and `null` are not allowed)"
-                )
+        self._check_names()
         if self.max_waiters + self.max_streams >= self.max_connections:
             raise ValueError(
                 "GRADER_MAX_WAITERS + GRADER_MAX_STREAMS must stay below GRADER_MAX_CONNECTIONS, so that requests"
                 " waiting for verdicts and event streams cannot take every connection"
             )
         return self
+
+    def _check_names(self) -> None:
+        """GRADER_CORS_ORIGINS are origins, GRADER_ALLOWED_HOSTS host names."""
+        for entry in self.cors_origins.split(","):
+            if entry.strip() and parse_origin(entry) is None:
+                raise ValueError(
+                    f"GRADER_CORS_ORIGINS: {entry.strip()[:100]!r} is not an origin (http(s)://host[:port], no path;"
+                    " `*` and `null` are not allowed)"
+                )
+        for entry in self.allowed_hosts.split(","):
+            name = entry.strip()
+            if name and name != "*" and (not HOST_NAME.fullmatch(name) or len(name) > 253):
+                raise ValueError(
+                    f"GRADER_ALLOWED_HOSTS: {name[:100]!r} is not a host name (letters, digits, '-' and '.', no port"
+                    " or scheme), nor `*`"
+                )
 
     # -- the groups (grader/config_groups.py): built from the fields as they are, so a model_copy has its own --
     @property
@@ -348,6 +339,16 @@ class Settings(BaseSettings):
             return parse_origin(urlsplit(self.public_url.strip())._replace(path="", query="", fragment="").geturl())
         except ValueError:  # an unbalanced [ in the host
             return None
+
+    @property
+    def served_hosts(self) -> frozenset[str] | None:
+        """The names the service answers for beyond localhost, its compose names and IP addresses
+        (grader/api/hosts.py): GRADER_PUBLIC_URL's host and GRADER_ALLOWED_HOSTS; None: any (`*`)."""
+        names = {entry.strip().lower().rstrip(".") for entry in self.allowed_hosts.split(",") if entry.strip()}
+        if "*" in names:
+            return None
+        public = urlsplit(self.public_origin).hostname if self.public_origin else None
+        return frozenset(names | ({public.lower().rstrip(".")} if public else set()))
 
     @property
     def cors_allowed(self) -> list[str]:

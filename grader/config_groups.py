@@ -52,6 +52,7 @@ class HttpSettings(Group):
     trusted_proxies: str
     public_url: str
     cors_origins: str
+    allowed_hosts: str
 
 
 class AccessSettings(Group):
@@ -71,6 +72,7 @@ class StorageSettings(Group):
 
     data_dir: Path
     database_url: str
+    expected_cache_mb: int
 
     @property
     def sqlalchemy_url(self) -> str:

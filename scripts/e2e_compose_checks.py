@@ -122,7 +122,7 @@ def check_slow(port: int) -> None:
     """Headers that never end, a byte of them now and then: the proxy closes within its header timeout."""
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: e2e\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         closed_after = None
         while time.monotonic() - started < HEADER_TIMEOUT_S + 20:
             try:
@@ -145,7 +145,7 @@ def check_chunked(port: int) -> None:
     answer = b""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(
-            b"POST /api/submissions HTTP/1.1\r\nHost: e2e\r\nContent-Type: application/json\r\n"
+            b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         while sent < 16 * BODY_CAP:
@@ -203,7 +203,7 @@ def first_event(port: int, submission_id: str) -> tuple[float, str]:
     """Seconds until the first server-sent event of a running submission came through the proxy."""
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
-        sock.sendall(f"GET /api/submissions/{submission_id}/events HTTP/1.1\r\nHost: e2e\r\n\r\n".encode())
+        sock.sendall(f"GET /api/submissions/{submission_id}/events HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         data = b""
         while b"\nevent:" not in data and b"\r\n\r\nevent:" not in data:
             data += sock.recv(4096)

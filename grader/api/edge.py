@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from grader.api.forwarded import FORWARDED_ORIGIN
 from grader.api.limits import has_body, json_answer
-from grader.config import MAX_ORIGIN_CHARS, origin_of, parse_origin
+from grader.origins import MAX_ORIGIN_CHARS, origin_of, parse_origin
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JSON_TYPES = frozenset({"application/json"})

@@ -166,6 +166,9 @@ Status = Annotated[Outcome, Field(strict=False)]
 class LoadHeader(_Failure):
     status: Status
     time_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS)  # the runner's own clock; for the metrics only
+    # A benchmark's: "judge" when the problem's inputs' code failed before any module was loaded (the runner's
+    # word, never a module's: a module's failure can carry any error_type, "BenchInputs" included).
+    who: Literal["", "judge"] = ""
 
     @field_validator("status")
     @classmethod

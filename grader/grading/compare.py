@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from grader.containers.values import DTYPES, EPS, FLOAT_DTYPES, Opaque, Tensor
 
@@ -46,6 +46,7 @@ class Tolerance(BaseModel):
     rtol: float = Field(1e-5, ge=0, allow_inf_nan=False, description="relative tolerance")
     atol: float = Field(1e-6, ge=0, allow_inf_nan=False, description="absolute tolerance")
     decimals: int | None = Field(None, ge=0, le=15, description="round both sides to this many decimals first")
+    _bits: bool = PrivateAttr(False)  # EXACT's alone (the `exact` checker): no author sets it
 
     def for_dtype(self, dtype: str) -> Tolerance:
         """This tolerance for a tensor of `dtype`: each of rtol and atol that the test left at its default
@@ -65,6 +66,7 @@ EPS_MULTIPLE = 2
 # take any smaller scale for a larger one, and the default atol every scale below 1e-6 for any other.
 EXACT_BY_DEFAULT = frozenset({"float8_e8m0fnu"})
 EXACT = Tolerance(rtol=0.0, atol=0.0)
+EXACT._bits = True  # bit for bit: equal floats of zero must have the same sign too (NaN still matches NaN)
 
 
 @dataclass
@@ -158,6 +160,21 @@ def _mismatch(path: str, reason: str, expected: Any, got: Any, **extra: Any) -> 
 
 def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Tolerance) -> Comparison:
     exp, act = expected.array, got.array
+    if tolerance._bits and expected.dtype in FLOAT_DTYPES:
+        signs = _zero_signs_differ(exp, act)
+        if signs.any():
+            wrong = np.argwhere(signs)
+            first = [{"index": [int(i) for i in index], "expected": json_number(exp[tuple(index)]),
+                      "got": json_number(act[tuple(index)])} for index in wrong[:FIRST_MISMATCHES]]  # fmt: skip
+            return _mismatch(
+                path,
+                "values differ in the sign of a zero (compared bit for bit)",
+                expected,
+                got,
+                mismatches=int(wrong.shape[0]),
+                total=int(exp.size),
+                first_mismatches=first,
+            )
     if np.array_equal(exp, act):  # the same values (NaN aside): within any tolerance, at once
         return Comparison(True)
     if expected.dtype in FLOAT_DTYPES:
@@ -196,6 +213,17 @@ def _compare_arrays(path: str, expected: Tensor, got: Tensor, tolerance: Toleran
         **({"error_heatmap": _heatmap(exp, act)} if exp.ndim == 2 and expected.dtype in FLOAT_DTYPES else {}),
         **errors,
     )
+
+
+def _zero_signs_differ(exp: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """Where both sides are a zero of opposite signs (the real and imaginary parts of a complex alike): the
+    one way two floats can be equal and differ in their bits, NaN payloads aside."""
+    pairs = [(exp.real, act.real), (exp.imag, act.imag)] if np.iscomplexobj(exp) else [(exp, act)]
+    differ = np.zeros(np.shape(exp), dtype=bool)
+    for one, other in pairs:
+        one64, other64 = np.asarray(one, dtype=np.float64), np.asarray(other, dtype=np.float64)
+        differ |= (one64 == 0) & (other64 == 0) & (np.signbit(one64) != np.signbit(other64))
+    return differ
 
 
 def _errors(exp64: np.ndarray, act64: np.ndarray, tolerance: Tolerance) -> dict[str, Any]:

@@ -130,7 +130,7 @@ class SpeedGrader:
         baseline's or the judge's own failure (the judge's); None when every call ran."""
         speed = problem.speed  # type: ignore[attr-defined]
         load = outcome.load
-        if load.error_type == "BenchInputs":  # built before the module was loaded: the problem's failure
+        if load.who == "judge":  # the inputs' code failed before the module was loaded: the problem's failure
             return _judges(verdict, result, f"the benchmark's inputs: {load.message}")
         if load.status != Outcome.OK:
             status = LOAD_TO_STATUS.get(load.status, Status.RUNTIME_ERROR)

@@ -126,11 +126,18 @@ class LeaderboardEntry(Base):
 
 
 class ExpectedOutput(Base):
+    """The reference's outputs under one seed (grading/expected.py), kept within a byte budget: the least
+    recently used go first (storage/problem_data.py)."""
+
     __tablename__ = "expected_outputs"
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    size: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # len(data)
+    used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_expected_outputs_used_at", "used_at"),)
 
 
 class UploadedProblem(Base):

@@ -2,25 +2,67 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from datetime import timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from grader.storage.db import ExpectedOutput, UploadedProblem, utcnow
 
+USED_EVERY = timedelta(seconds=60)  # an entry's use is written at most this often (a read is not a write)
+EVICT_TO = 0.9  # of the budget, once it is passed: evictions come in batches, not one per save
+
 
 def load_expected(session: Session, *, key: str) -> bytes | None:
     row = session.get(ExpectedOutput, key)
-    return row.data if row is not None else None
+    if row is None:
+        return None
+    now = utcnow()
+    used = row.used_at if row.used_at.tzinfo is not None else row.used_at.replace(tzinfo=now.tzinfo)
+    if now - used > USED_EVERY:
+        row.used_at = now
+        try:
+            session.commit()
+        except SQLAlchemyError:  # evicted meanwhile, or the database busy: the data read stands
+            session.rollback()
+    return row.data
 
 
-def save_expected(session: Session, *, key: str, data: bytes) -> None:
-    session.merge(ExpectedOutput(key=key, data=data))
+def save_expected(session: Session, *, key: str, data: bytes, budget_bytes: int) -> None:
+    """Stores an entry, then keeps the cache within `budget_bytes`: past it, the least recently used entries
+    are evicted down to EVICT_TO of it (never the one just stored, which is in use)."""
+    session.merge(ExpectedOutput(key=key, data=data, size=len(data), used_at=utcnow()))
     try:
         session.commit()
     except IntegrityError:
         # Another worker stored the same key first; the outputs of one reference are the same bytes.
         session.rollback()
+    evict_expected(session, budget_bytes=budget_bytes, keep=key)
+
+
+def evict_expected(session: Session, *, budget_bytes: int, keep: str | None = None) -> int:
+    """Evicts the least recently used entries while the cache holds more than `budget_bytes`, down to EVICT_TO
+    of it; the number evicted."""
+    total = session.scalar(select(func.coalesce(func.sum(ExpectedOutput.size), 0))) or 0
+    if total <= budget_bytes:
+        return 0
+    excess, doomed = total - int(budget_bytes * EVICT_TO), []
+    rows = session.execute(select(ExpectedOutput.key, ExpectedOutput.size).order_by(ExpectedOutput.used_at))
+    for found, size in rows:
+        if excess <= 0:
+            break
+        if found != keep:
+            doomed.append(found)
+            excess -= size
+    for start in range(0, len(doomed), 500):
+        session.execute(delete(ExpectedOutput).where(ExpectedOutput.key.in_(doomed[start : start + 500])))
+    try:
+        session.commit()
+    except SQLAlchemyError:  # another process evicts at once: its deletes stand
+        session.rollback()
+        return 0
+    return len(doomed)
 
 
 # -- uploaded problems ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ math as MathML, code highlighted by Pygments (CSS classes only, so the pages nee
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -77,16 +78,24 @@ def render_markdown(text: str) -> Markup:
 
 
 def highlight_python(
-    code: str, *, label: str = "Code", highlight_line: int | None = None, line_numbers: bool = False
+    code: str,
+    *,
+    label: str = "Code",
+    highlight_line: int | None = None,
+    line_numbers: bool = False,
+    first_line: int = 1,
 ) -> Markup:
     """Python source as highlighted HTML in a <pre> (a tab stop named `label`, for it may scroll);
-    optionally numbered, with one line marked."""
+    optionally numbered from `first_line` (a window of a longer source), with one line marked (its number in
+    the whole source)."""
+    marked = highlight_line - first_line + 1 if highlight_line else 0
     formatter = HtmlFormatter(
         cssclass="highlight",
         linenos="table" if line_numbers else False,
+        linenostart=first_line,
         lineanchors="L" if line_numbers else "",
         anchorlinenos=False,
-        hl_lines=[highlight_line] if highlight_line else [],
+        hl_lines=[marked] if marked > 0 else [],
         wrapcode=True,
     )
     if not code.strip():
@@ -94,3 +103,37 @@ def highlight_python(
     html = highlight(code, PythonLexer(stripnl=False, ensurenl=True), formatter)
     # The code's own <pre> (not the line numbers' one) starts with Pygments' empty span, then <code>.
     return Markup(html.replace("<pre><span></span><code>", f"<pre {scrollable(label)}><span></span><code>", 1))
+
+
+MAX_SHOWN_LINES = 400  # of a submission's source on its report: the rest is at its raw-text link
+
+
+@dataclass(frozen=True)
+class SourceWindow:
+    """The lines of a source a page shows: `text`, from line `first` of `total`."""
+
+    text: str
+    first: int
+    total: int
+
+    @property
+    def last(self) -> int:
+        return self.first + self.text.count("\n")
+
+    @property
+    def whole(self) -> bool:
+        return self.first == 1 and self.text.count("\n") + 1 >= self.total
+
+
+def source_window(source: str, marked: int | None = None, lines: int = MAX_SHOWN_LINES) -> SourceWindow:
+    """At most `lines` lines of `source`: the first ones, or those around line `marked` where it lies beyond
+    them. However many lines a (capped) source has, its page holds this many (the HTML of a highlighted,
+    numbered line is several times the line)."""
+    all_lines = source.split("\n")
+    total = len(all_lines)
+    if total <= lines:
+        return SourceWindow(source, 1, total)
+    start = 0
+    if marked is not None and marked > lines:
+        start = min(max(0, marked - 1 - lines // 2), total - lines)
+    return SourceWindow("\n".join(all_lines[start : start + lines]), start + 1, total)

@@ -28,7 +28,7 @@ from grader.problems.public import SpeedPublic, by_track, problem_public, proble
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import read_submission
 from grader.web import report
-from grader.web.markup import highlight_python, render_markdown
+from grader.web.markup import highlight_python, render_markdown, source_window
 from grader.web.speed import SCORE_WORDS, SpeedView, speed_view
 from grader.web.speed_chart import fmt_times
 
@@ -197,6 +197,7 @@ def submission_page(
     )
     problem_title = problem.problem.title if problem is not None else public.problem_id
     all_skipped = report.nothing_ran(public)
+    window = source_window(source, error_line)
     context = {
         "title": f"{report.SUBMISSION_STATUS[public.status].label} · {problem_title}",
         "submission": public,
@@ -214,7 +215,10 @@ def submission_page(
             for row in rows
             if row.has_details
         },
-        "source_html": highlight_python(source, label="Your code", highlight_line=error_line, line_numbers=True),
+        "source_html": highlight_python(
+            window.text, label="Your code", highlight_line=error_line, line_numbers=True, first_line=window.first
+        ),
+        "source_window": window,
         "error_line": error_line,
         "speed": _speed_view(public.speed, submission_id),
         "submitter": bounded_text(public.submitter, MAX_SUBMITTER) if public.submitter else None,

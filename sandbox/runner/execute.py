@@ -17,6 +17,8 @@ import random
 import sys
 import traceback
 import types
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -112,9 +114,13 @@ def _flush_output() -> None:
             pass
 
 
-def _send(res_w: int, kind: bytes, header: dict, body: bytes = b"") -> None:
+def _send(res_w: int, kind: bytes, header: dict, body: bytes | list[bytes | memoryview] = b"") -> None:
+    """A frame to the runner; `body` whole, or in parts (values.encode_parts) written straight from them."""
     _flush_output()
-    protocol.write_all(res_w, protocol.encode(kind, header, body))
+    if isinstance(body, list):
+        protocol.write_parts(res_w, kind, header, body)
+    else:
+        protocol.write_all(res_w, protocol.encode(kind, header, body))
 
 
 def _test_globals(entry_points: dict) -> dict:
@@ -238,9 +244,10 @@ def _restore_quietly(settings: dict) -> list[str]:
         return []
 
 
-def _encode_result(result: object, max_result: int) -> tuple[Report, bytes]:
+def _encode_result(result: object, max_result: int, encode: Callable = values.encode_value) -> tuple[Report, Any]:
+    """A returned value encoded by `encode` (values.encode_value: bytes; encode_parts: parts), or why not."""
     try:
-        return Report(Outcome.OK), values.encode_value(result, max_result)
+        return Report(Outcome.OK), encode(result, max_result)
     except values.TooLarge as exc:
         return Report(Outcome.OUTPUT, message=f"the returned value is larger than {max_result} bytes ({exc})"), b""
     except values.Unencodable as exc:

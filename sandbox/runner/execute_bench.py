@@ -16,9 +16,11 @@ inputs with a value of the same size, which the runner takes off a module's time
 
 from __future__ import annotations
 
+import ctypes
 import linecache
 import os
 import random
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -72,13 +74,14 @@ def build_call(bench: Bench, code: object, size: int, call: int) -> dict:
 
 
 def _commands(cmd_r: int, bench: Bench, max_body: int):  # type: ignore[no-untyped-def]
-    """The runner's call commands, each with its body, until it stops sending them (then the child ends)."""
+    """The runner's call commands, until it stops sending them (then the child ends): each with its body's
+    length, the body (a call's inputs) left on the pipe for the call to read (values.read_value)."""
     while True:
         try:
-            kind, header, body = protocol.read_frame(cmd_r, max_body=max_body)
+            kind, header, length = protocol.read_frame_head(cmd_r, max_body=max_body)
             if kind != protocol.CHILD_CALL:
                 os._exit(0)
-            yield CallCommand.parse(header, bench), body
+            yield CallCommand.parse(header, bench), length
         except (EOFError, protocol.FrameError, OSError, ValueError):
             os._exit(0)
 
@@ -118,11 +121,13 @@ class Ballast:
         return self.buffer[:wanted]
 
 
-def _call(function: object, inputs: bytes, device: str, max_result: int) -> tuple[Report, bytes]:
-    """One call on its inputs (decoded here, inside the timed call, for both modules alike), and its value
-    encoded: the runner times all of it."""
+def _call(function: object, inputs: Callable[[], object], device: str, max_result: int) -> tuple[Report, list | bytes]:
+    """One call on its inputs (read from the pipe and decoded here by `inputs`, inside the timed call, each array
+    straight into its own, for both modules alike), and its value
+    encoded in parts, views of the value's own arrays (values.encode_parts), written straight from them once the
+    call is done: the runner times all of it, up to the value's last byte."""
     try:
-        arguments = values.decode_value(inputs)
+        arguments = inputs()
         args, kwargs = arguments["args"], arguments["kwargs"]
         if device != "cpu":
             args = [item.to(device) if isinstance(item, torch.Tensor) else item for item in args]
@@ -136,7 +141,27 @@ def _call(function: object, inputs: bytes, device: str, max_result: int) -> tupl
                 torch.cuda.synchronize()  # the work queued on the device is part of the call
     except BaseException as exc:  # noqa: BLE001 - the module's error, at this call
         return _failure(exc), b""
-    return _encode_result(result, max_result)
+    return _encode_result(result, max_result, values.encode_parts)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+STEADY_BYTES = 1 << 30
+
+
+def steady_allocator() -> None:
+    """Memory freed stays with the process, to be used again (no block of any size is mapped afresh, none handed
+    back): by glibc's defaults a large block (a call's value, its inputs) is mapped anew at each call and its
+    pages faulted in again, which costs the same call 0.1-0.5 ms per MB more or less by chance (1.13 ms against
+    0.57 for torch.cdist of 512 x 512 points of 64 beside a value's sending, docs/BENCHMARKS.md). Set in every
+    timed module's child alike, and in the fidelity benchmark's truth; never in a test's child, whose memory is
+    measured per test."""
+    try:
+        libc = ctypes.CDLL(None)
+        if not libc.mallopt(M_MMAP_THRESHOLD, STEADY_BYTES):
+            libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # the most some versions take
+        libc.mallopt(M_TRIM_THRESHOLD, STEADY_BYTES)
+    except (OSError, AttributeError):  # not glibc: its own allocator's ways
+        pass
 
 
 def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
@@ -146,6 +171,7 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
         inputs_main(cmd_r, res_w, job)
     bench = job.bench
     assert isinstance(bench, Bench)
+    steady_allocator()
     _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
     try:  # the runner's word to load: the load is timed from it
         kind, _, _ = protocol.read_frame(cmd_r, max_body=0)
@@ -160,12 +186,16 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     if failure is not None:
         os._exit(0)
     ballast = Ballast(max_result)
-    for command, inputs in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
+    for command, length in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
+        inputs = lambda: values.read_value(cmd_r, length)  # noqa: B023, E731
         if bench.null:  # its value made inside the call's own handling: a failure there is told, never a crash
             size = command.value_bytes
             report, value = _call(lambda *_, **__: ballast(size), inputs, bench.device, max_result)  # noqa: B023
         else:
             report, value = _call(entry_points[bench.entry_point], inputs, bench.device, max_result)
         del inputs
+        if report.error_type == "BenchInputs":  # the pipe is no longer at a frame's start: nothing more to read
+            _send(res_w, protocol.CHILD_RESULT, {**report.header(), "index": command.call})
+            os._exit(0)
         report.index = command.call
         _send(res_w, protocol.CHILD_RESULT, report.header(), value)

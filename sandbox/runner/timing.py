@@ -70,7 +70,7 @@ class Benchmark:
         if started is None:  # each size's first call's inputs: code that fails at once fails before any load
             started = self._fetch([(size, 0) for size in range(len(self.bench.sizes))])
         if started is not None:  # the problem's inputs' code failed: no module was loaded
-            self.runner.emit(protocol.LOAD, {**started.header(), "time_ms": 0})
+            self.runner.emit(protocol.LOAD, {**started.header(), "time_ms": 0, "who": "judge"})
             return
         timed = not self.job.only
         # Forked before the subject: their pids are protected from it.

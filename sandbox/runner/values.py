@@ -90,10 +90,10 @@ class _Encoder:
         self.max_bytes = max_bytes
         self.total = 0
         self.nodes = 0
-        self.arrays: list[bytes] = []
+        self.arrays: list[memoryview] = []
 
-    def add_array(self, data: bytes) -> None:
-        self.total += len(data)
+    def add_array(self, data: memoryview) -> None:
+        self.total += data.nbytes
         if self.total > self.max_bytes:
             raise TooLarge(self.total)
         self.arrays.append(data)
@@ -141,10 +141,12 @@ class _Encoder:
     def tensor(self, value: torch.Tensor) -> dict:
         with torch._C.DisableTorchFunction():
             tensor = torch.Tensor.detach(value)
+            if tensor.is_nested:  # its parts' shapes differ: no one shape to send
+                return {"t": "opaque", "type": "nested tensor"}
             if tensor.is_meta or tensor.device.type != "cpu":
                 return {"t": "opaque", "type": "tensor without data (meta or non-CPU)"}
-            if tensor.layout != torch.strided:
-                tensor = tensor.to_dense()
+            if tensor.layout != torch.strided:  # sparse, mkldnn: a layout the wire does not carry, never densified
+                return {"t": "opaque", "type": f"tensor of layout {str(tensor.layout)[:40]}"}
             if tensor.dtype not in DTYPES:
                 return {"t": "opaque", "type": f"tensor of dtype {str(tensor.dtype)[:40]}"}
             name, np_dtype = DTYPES[tensor.dtype]
@@ -164,7 +166,7 @@ class _Encoder:
             if tensor.dtype in BITS:
                 tensor = tensor.view(BITS[tensor.dtype])
             array = tensor.contiguous().numpy()
-        self.add_array(_wire_bytes(array, np_dtype))
+        self.add_array(_wire_buffer(array, np_dtype))
         return {"t": "tensor", "dtype": name, "shape": shape}
 
     def ndarray(self, value: np.ndarray) -> dict:
@@ -175,16 +177,19 @@ class _Encoder:
         if self.total + value.nbytes > self.max_bytes:
             raise TooLarge(value.nbytes)
         _check_shape([int(s) for s in value.shape])
-        self.add_array(_wire_bytes(np.ascontiguousarray(value), dtype.newbyteorder("<").str))
+        self.add_array(_wire_buffer(np.ascontiguousarray(value), dtype.newbyteorder("<").str))
         return {"t": "tensor", "dtype": name, "shape": [int(s) for s in value.shape]}
 
 
-def _wire_bytes(array: np.ndarray, wire_dtype: str) -> bytes:
-    """The array's bytes as the wire carries them: little-endian, and a bool as exactly 0 or 1 (a torch
-    bool viewed from a uint8 can hold a 2, which would equal True on the trusted side and yet fail all())."""
+def _wire_buffer(array: np.ndarray, wire_dtype: str) -> memoryview:
+    """The array's bytes as the wire carries them (little-endian, and a bool as exactly 0 or 1: a torch bool
+    viewed from a uint8 can hold a 2, which would equal True on the trusted side and yet fail all()), as a view
+    of a C-contiguous array: the array itself where it is already so (no copy is made of a value to send it)."""
     if array.dtype == np.bool_:
-        return array.view(np.uint8).astype(np.bool_).tobytes()
-    return array.astype(wire_dtype, copy=False).tobytes()
+        array = array.view(np.uint8).astype(np.bool_)
+    else:
+        array = np.ascontiguousarray(array.astype(wire_dtype, copy=False))
+    return memoryview(array.reshape(-1)).cast("B")
 
 
 def _scalar(value: object, kind: type) -> dict | None:
@@ -251,12 +256,20 @@ def _opaque(kind: type) -> dict:
     return {"t": "opaque", "type": name[:200]}
 
 
-def encode_value(value: object, max_bytes: int) -> bytes:
+def encode_parts(value: object, max_bytes: int) -> list[bytes | memoryview]:
+    """The value's encoding in parts, to be written in a row (protocol.write_parts): its manifest, then each
+    array's bytes as a view of the array itself. Nothing is copied: a benchmark's call pays for its value's
+    writing once (one copy into the pipe), as any process that hands its result on would."""
     encoder = _Encoder(max_bytes)
     manifest = json.dumps(encoder.node(value, 0), separators=(",", ":")).encode()
     if len(manifest) + encoder.total > max_bytes:
         raise TooLarge(len(manifest) + encoder.total)
-    return struct.pack(">I", len(manifest)) + manifest + b"".join(encoder.arrays)
+    return [struct.pack(">I", len(manifest)) + manifest, *encoder.arrays]
+
+
+def encode_value(value: object, max_bytes: int) -> bytes:
+    """The value's encoding, whole (encode_parts, joined): the bytes are the value's as it was when encoded."""
+    return b"".join(encode_parts(value, max_bytes))
 
 
 # -- back to values: a benchmark's inputs, made in the inputs' child, decoded in the child of each module ------
@@ -267,12 +280,49 @@ def decode_value(body: bytes) -> object:
     """What encode_value made, back as Python values and torch tensors (each its own, writable). For the judge's
     own bytes only: a benchmark's inputs, passed by the runner from the child that made them."""
     (length,) = struct.unpack_from(">I", body)
-    manifest = json.loads(body[4 : 4 + length])
     data = memoryview(body)[4 + length :]
     offset = 0
 
-    def node(item: dict) -> object:
+    def take(np_dtype: str, shape: list[int]) -> np.ndarray:
         nonlocal offset
+        size = (int(np.prod(shape)) if shape else 1) * np.dtype(np_dtype).itemsize
+        array = np.frombuffer(data[offset : offset + size], dtype=np_dtype).reshape(shape).copy()
+        offset += size
+        return array
+
+    return _decoded(json.loads(body[4 : 4 + length]), take)
+
+
+def read_value(fd: int, length: int) -> object:
+    """decode_value of the next `length` bytes of a blocking descriptor, each array read from it straight into
+    an array of its own (the only copy of a benchmark call's inputs the call makes); ValueError when the bytes
+    are not one whole value of that length (EOFError: the stream ended)."""
+    if length < 4:
+        raise ValueError("a value is at least its manifest's length")
+    (manifest_length,) = struct.unpack(">I", protocol.read_exactly(fd, 4))
+    if manifest_length > length - 4:
+        raise ValueError("a manifest longer than its value")
+    left = length - 4 - manifest_length
+
+    def take(np_dtype: str, shape: list[int]) -> np.ndarray:
+        nonlocal left
+        array = np.empty(shape, dtype=np_dtype)
+        if array.nbytes > left:
+            raise ValueError("arrays longer than their value")
+        protocol.read_into(fd, memoryview(array.reshape(-1)).cast("B"))
+        left -= array.nbytes
+        return array
+
+    value = _decoded(json.loads(protocol.read_exactly(fd, manifest_length)), take)
+    if left:
+        raise ValueError(f"{left} bytes of the value are not in its manifest")
+    return value
+
+
+def _decoded(manifest: dict, take) -> object:  # type: ignore[no-untyped-def]
+    """The value a manifest names, each tensor's array from take(NumPy dtype, shape), in the manifest's order."""
+
+    def node(item: dict) -> object:
         kind = item["t"]
         if kind in ("list", "tuple"):
             items = [node(each) for each in item["items"]]
@@ -281,12 +331,7 @@ def decode_value(body: bytes) -> object:
             return {key: node(each) for key, each in item["items"]}
         if kind == "tensor":
             dtype, np_dtype = _BY_NAME[item["dtype"]]
-            shape = [int(size) for size in item["shape"]]
-            count = int(np.prod(shape)) if shape else 1
-            size = count * np.dtype(np_dtype).itemsize
-            array = np.frombuffer(data[offset : offset + size], dtype=np_dtype).reshape(shape).copy()
-            offset += size
-            tensor = torch.from_numpy(array)
+            tensor = torch.from_numpy(take(np_dtype, [int(size) for size in item["shape"]]))
             return tensor.view(dtype) if dtype in BITS else tensor
         scalars = {"none": lambda: None, "bool": lambda: bool(item["v"]), "int": lambda: int(item["v"])}
         scalars.update({"float": lambda: float.fromhex(item["v"]), "str": lambda: str(item["v"])})

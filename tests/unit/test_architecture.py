@@ -12,7 +12,7 @@ GRADER = Path(__file__).resolve().parents[2] / "grader"
 
 # Lowest first. A module may import its own package and any package of a lower layer, nothing else.
 LAYERS = [
-    {"config_groups"},  # the settings' groups, which config.py builds
+    {"config_groups", "origins"},  # the settings' groups, which config.py builds; names of the service
     {"config", "logs", "phases", "background", "vocabulary"},
     {"containers"},
     {"grading"},

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grader.containers.values import DTYPES, FLOAT_DTYPES, Tensor
-from grader.grading.compare import Comparison, Tolerance, compare_outputs, compare_values, json_number
+from grader.grading.compare import EXACT, Comparison, Tolerance, compare_outputs, compare_values, json_number
 
 DEFAULT = Tolerance()  # rtol 1e-5, atol 1e-6
 
@@ -207,6 +207,34 @@ def test_dtype_mismatch_fails_naming_the_dtypes() -> None:
 def test_every_dtype_difference_fails_even_with_equal_values(a: str, b: str) -> None:
     assert not compare(tensor([1, 0], a), tensor([1, 0], b)).passed
     assert not compare(tensor([1, 0], b), tensor([1, 0], a)).passed
+
+
+# Every float dtype with a negative zero (float8_e8m0fnu has no zero; the fnuz formats give its bits to NaN).
+SIGNED_ZEROS = sorted(name for name in FLOAT_DTYPES if name != "float8_e8m0fnu" and not name.endswith("fnuz"))
+
+
+@pytest.mark.parametrize("dtype", SIGNED_ZEROS)
+def test_the_exact_checker_compares_the_sign_of_zero_in_every_float_dtype(dtype: str) -> None:
+    """`exact` is bit for bit (docs/problems.md): `0 - x` is not the reference's `-x` where x is 0; NaN still
+    matches NaN. A tolerance of 0 an author writes stays numeric (0.0 == -0.0)."""
+    values = [0.0, 1.0, -0.0]
+    flipped = [-0.0, 1.0, -0.0]
+    result = compare(tensor(values, dtype), tensor(flipped, dtype), EXACT)
+    assert not result.passed
+    assert "sign of a zero" in result.details["reason"]
+    assert result.details["mismatches"] == 1 and result.details["first_mismatches"][0]["index"] == [0]
+    assert compare(tensor(flipped, dtype), tensor(flipped, dtype), EXACT).passed
+    assert compare(tensor(values, dtype), tensor(flipped, dtype), Tolerance(rtol=0.0, atol=0.0)).passed
+
+
+def test_the_exact_checker_compares_the_sign_of_zero_of_floats_and_complex_parts() -> None:
+    assert not compare(0.0, -0.0, EXACT).passed
+    assert compare(-0.0, -0.0, EXACT).passed and compare(math.nan, math.nan, EXACT).passed
+    assert not compare(
+        tensor([complex(1.0, -0.0)], "complex64"), tensor([complex(1.0, 0.0)], "complex64"), EXACT
+    ).passed
+    assert not compare_outputs({"y": tensor([-0.0])}, {"y": tensor([0.0])}, {}, EXACT).passed
+    assert compare(tensor([math.nan, -0.0]), tensor([math.nan, -0.0]), EXACT).passed
 
 
 # -- exact types -----------------------------------------------------------------------------------------

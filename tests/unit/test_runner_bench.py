@@ -134,6 +134,15 @@ def test_inputs_that_cannot_be_built_are_the_problems_failure(runner: HostRunner
     exchange = runner.run_bench(bench_job(TWICE, TWICE, inputs="raise ValueError('no inputs')"))
     assert exchange.load.header.status == Outcome.ERROR
     assert exchange.load.header.error_type == "BenchInputs"
+    assert exchange.load.header.who == "judge"
+
+
+def test_a_subject_whose_import_error_is_named_like_the_judges_is_its_own(runner: HostRunner) -> None:
+    source = "class BenchInputs(Exception):\n    pass\n\n\nraise BenchInputs('the judge did it')\n"
+    exchange = runner.run_bench(bench_job(source, TWICE))
+    assert exchange.load.header.status == Outcome.ERROR
+    assert exchange.load.header.error_type == "BenchInputs"
+    assert exchange.load.header.who == ""  # the runner's word alone says the judge's
 
 
 def test_the_load_is_timed_without_the_inputs_making(runner: HostRunner) -> None:

@@ -23,6 +23,11 @@ INSTEAD = {
     "range": ("a range", "return a list"),
 }
 DEFAULT_INSTEAD = "return tensors, numbers, bools, strings, or lists, tuples and dicts of these"
+# Opaque values named by what they are, not their type's name alone (sandbox/runner/values.py).
+INSTEAD_BY_PREFIX = {
+    "tensor of layout": "return it dense (.to_dense()): a layout is not carried, and a sparse value is never compared",
+    "nested tensor": "return its parts as a list (.unbind())",
+}
 
 
 def file_findings(problem: ProblemSpec, locate: Locator) -> tuple[list[str], list[str]]:
@@ -72,7 +77,8 @@ def reference_findings(problem: ProblemSpec, values: list[Any], locate: Locator)
         opaque = _opaque(value, "")
         if opaque is not None:
             path, name = opaque
-            shown, advice = INSTEAD.get(name, (name, DEFAULT_INSTEAD))
+            advice = next((text for prefix, text in INSTEAD_BY_PREFIX.items() if name.startswith(prefix)), None)
+            shown, advice = INSTEAD.get(name, (name, advice or DEFAULT_INSTEAD))
             where = f" (at {path})" if path else ""
             message = f"{label} returns {shown}{where}, which the judge cannot compare; {advice}"
             errors.append(locate.error(("tests", index, "code"), message))
