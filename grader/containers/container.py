@@ -57,9 +57,12 @@ SETTLE_S = 15.0
 class SandboxLost(Exception):
     """The container or the engine failed: the judge's problem, unless it keeps happening to one submission."""
 
-    def __init__(self, message: str, *, during_test: int | None = None) -> None:
+    def __init__(self, message: str, *, during_test: int | None = None, judges: bool = False) -> None:
         super().__init__(message)
         self.during_test = during_test
+        # Shown to be the judge's: the engine held the container paused (nothing in it could run), so the
+        # submission cannot have done it, whatever the container number or the test.
+        self.judges = judges
 
 
 class NoSandboxFree(SandboxLost):
@@ -218,6 +221,17 @@ class SandboxContainer:
             return False
         return not readable and not self._pending and not self._frames
 
+    def paused(self) -> bool:
+        """Whether the engine holds the container paused (`docker pause`, a frozen cgroup): nothing in it runs,
+        so what it did not answer is the judge's. False when the engine cannot say."""
+        if self.container_id is None:
+            return False
+        try:
+            state = self.client.api.inspect_container(self.container_id).get("State") or {}
+        except Exception:  # noqa: BLE001 - an engine that cannot say: not shown to be the judge's
+            return False
+        return state.get("Paused") is True
+
     def last_words(self, wait_s: float = 0.2) -> str:
         """The end of what a stopped container wrote on its stderr: the zygote's and the runner's line on
         why they ended it. Read from what is on the stream within wait_s; '' if nothing came."""
@@ -371,6 +385,8 @@ class SandboxContainer:
                 raise SandboxLost("the sandbox was removed")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if self.paused():
+                    raise SandboxLost("the sandbox did not answer in time: the engine holds it paused", judges=True)
                 raise SandboxLost("the sandbox did not answer in time")
             try:
                 ready, _, _ = select.select([self._sock], [], [], remaining)

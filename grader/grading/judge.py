@@ -214,10 +214,12 @@ def _load_failure(problem: ProblemSpec, header: LoadHeader) -> Verdict:
 def _crashed(
     problem: ProblemSpec, run: ModuleRun, results: dict[int, TestResult], engine_ok: Callable[[], bool]
 ) -> Verdict:
-    """Both containers were lost. The judge's fault only if its engine is down; otherwise the module took
-    them (at whatever tests: it can choose a different one each time)."""
-    if not engine_ok():
-        detail = run.lost[-1] if run.lost else "no sandbox"
+    """Both containers were lost. The judge's fault if its engine is down or a loss is shown to be the judge's
+    (SandboxLost.judges: a container the engine held paused); otherwise the module took them (at whatever
+    tests: it can choose a different one each time)."""
+    judges = next((lost for lost in run.lost if lost.judges), None)
+    if judges is not None or not engine_ok():
+        detail = judges or (run.lost[-1] if run.lost else "no sandbox")
         return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge failed: {detail}")
     index = run.crashed_at
     tests = skipped_tests(problem, results)

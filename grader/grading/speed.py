@@ -107,6 +107,13 @@ class SpeedGrader:
         except NoSandbox as exc:
             return _judges(verdict, result, f"the judge has no sandbox for the benchmark: {exc}")
         if run.outcome is None:
+            judges = next((lost for lost in run.lost if lost.judges), None)
+            if judges is not None or not self.sandboxes.engine_ok():
+                return _judges(
+                    verdict,
+                    result,
+                    f"the judge lost the benchmark's sandbox: {judges or (run.lost[-1] if run.lost else 'no sandbox')}",
+                )
             message = f"{CRASHED} during the benchmark"
             return _fails(verdict, result, Status.RUNTIME_ERROR, message)
         failed = self._failure(problem, run.outcome, verdict, result)
