@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from grader.api.slots import Slots
+from grader.api.slots import Slots, client_key
 from grader.components import Components
 from grader.config import Settings
 from grader.containers.pool import SandboxPool
@@ -175,13 +175,15 @@ async def waiting(
         yield 0.0
         return
     waiters: Slots = request.app.state.waiters
-    if not waiters.try_acquire():
+    client = client_key(request)
+    why = waiters.acquire(client)
+    if why is not None:
         metrics.refused.labels("too_many_waiters").inc()
-        raise waiters.refused()
+        raise waiters.refused(why)
     try:
         yield wait
     finally:
-        waiters.release()
+        waiters.release(client)
 
 
 WaitDep = Annotated[float, Depends(waiting)]

@@ -73,7 +73,7 @@ def send_chunked(
     reader.start()
     try:
         sock.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n{headers}"
+            f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\n{headers}"
             "Transfer-Encoding: chunked\r\n\r\n".encode()
         )
         chunk = f"{CHUNK:x}\r\n".encode() + b"#" * CHUNK + b"\r\n"
@@ -132,7 +132,7 @@ def test_a_problem_upload_may_be_larger_than_a_submission(server: Server) -> Non
     ):
         exchange = send(
             server,
-            b"POST /api/problems HTTP/1.1\r\nHost: x\r\nContent-Type: application/yaml\r\nConnection: close\r\n"
+            b"POST /api/problems HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/yaml\r\nConnection: close\r\n"
             + f"Authorization: Bearer {ADMIN_TOKEN}\r\n".encode()
             + framing,
         )
@@ -159,7 +159,7 @@ def test_a_content_length_over_the_cap_is_413_before_any_body(server: Server) ->
     # No body follows the headers: the answer and the close come anyway.
     exchange = send(
         server,
-        b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b"Content-Length: 104857600\r\n\r\n",
     )
     assert exchange.status == 413
@@ -171,7 +171,7 @@ def test_a_normal_submission_still_goes_through(server: Server) -> None:
     body = json.dumps({"problem_id": "embedding-layer", "source": "def f():\n    return 1\n"}).encode()
     exchange = send(
         server,
-        b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n"
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body,
     )

@@ -11,7 +11,7 @@ import time
 from tests.http.conftest import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, Server
 
 GRACE_S = 2.0  # how late after its deadline a close may come on a loaded machine
-GET = b"GET /api/problems HTTP/1.1\r\nHost: x\r\n\r\n"
+GET = b"GET /api/problems HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 
 def wait_for_close(sock: socket.socket, limit: float) -> tuple[float, bytes]:
@@ -54,7 +54,7 @@ def read_response(sock: socket.socket) -> tuple[int, bytes]:
 
 def test_headers_that_never_complete_are_closed(server: Server) -> None:
     with server.connect() as sock:
-        sock.sendall(b"POST /api/submissions HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\n")
         took, _ = wait_for_close(sock, HEADER_TIMEOUT_S + GRACE_S)
     assert took >= HEADER_TIMEOUT_S - 0.2
 
@@ -67,7 +67,7 @@ def test_a_connection_that_sends_nothing_is_closed(server: Server) -> None:
 
 def test_headers_sent_a_byte_at_a_time_are_closed_at_the_deadline(server: Server) -> None:
     """Each byte arriving does not restart the clock."""
-    request = b"GET /api/problems HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+    request = b"GET /api/problems HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 100
     with server.connect() as sock:
         started = time.monotonic()
         for byte in request:
@@ -106,7 +106,7 @@ def test_a_body_trickling_in_is_cut_with_408(server: Server) -> None:
     body = submission_body()
     with server.connect() as sock:
         sock.sendall(
-            b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
         )
         started = time.monotonic()
@@ -138,7 +138,7 @@ def test_a_body_trickling_in_is_cut_with_408(server: Server) -> None:
 def test_a_chunked_body_trickling_in_is_cut(server: Server) -> None:
     with server.connect() as sock:
         sock.sendall(
-            b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         started = time.monotonic()
@@ -163,7 +163,7 @@ def test_a_slow_body_that_arrives_in_time_is_accepted(server: Server) -> None:
     half = len(body) // 2
     with server.connect() as sock:
         sock.sendall(
-            b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/submissions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body[:half]
         )

@@ -56,7 +56,7 @@ def slow_batch(server: Server, key: str) -> socket.socket:
     """A batch whose headers came and whose body never ends (well within the body timeout)."""
     sock = server.connect()
     sock.sendall(
-        b"POST /api/submissions/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/submissions/batch HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         + f"X-API-Key: {key}\r\nContent-Length: 5000\r\n\r\n".encode()
         + b'{"items": ['
     )

@@ -15,12 +15,28 @@ from grader.config import Settings
 
 def test_a_slot_beyond_the_limit_is_refused_until_one_comes_back() -> None:
     slots = waiter_slots(2)
-    assert slots.try_acquire() and slots.try_acquire()
-    assert not slots.try_acquire()
+    assert slots.try_acquire("a") and slots.try_acquire("b")
+    assert not slots.try_acquire("c")
     assert slots.in_use == 2
-    slots.release()
-    assert slots.try_acquire()
+    slots.release("a")
+    assert slots.try_acquire("c")
     assert slots.in_use == 2
+
+
+def test_one_client_holds_at_most_its_share_and_the_rest_stay_for_others() -> None:
+    """Issue 41, point 2: 250 streams from one client (under a process-wide cap of 256) held everyone else's."""
+    slots = stream_slots(256)
+    assert slots.per_client == 32
+    taken = sum(slots.try_acquire("address:203.0.113.9") for _ in range(250))
+    assert taken == 32 and slots.in_use == 32
+    with pytest.raises(HTTPException) as refused:
+        with slots.holding("address:203.0.113.9"):
+            pass
+    assert refused.value.status_code == 429 and "its share of 256" in refused.value.detail
+    assert all(slots.try_acquire(f"address:198.51.100.{i}") for i in range(100))  # the others get theirs
+    assert slots.in_use == 132
+    with pytest.raises(RuntimeError):
+        slots.release("address:192.0.2.1")  # a client that holds none gives none back
 
 
 def test_holding_refuses_with_429_retry_after_and_a_message() -> None:
@@ -55,11 +71,11 @@ def test_threads_racing_never_exceed_the_limit() -> None:
     held: list[bool] = []
     start = threading.Barrier(20)
 
-    def take() -> None:
+    def take(number: int) -> None:
         start.wait()
-        held.append(slots.try_acquire())
+        held.append(slots.try_acquire(f"client {number}"))
 
-    threads = [threading.Thread(target=take) for _ in range(20)]
+    threads = [threading.Thread(target=take, args=(number,)) for number in range(20)]
     for thread in threads:
         thread.start()
     for thread in threads:
