@@ -348,6 +348,11 @@ class Settings(BaseSettings):
         if "*" in names:
             return None
         public = urlsplit(self.public_origin).hostname if self.public_origin else None
+        if public:  # as browsers send it: an international name in its ASCII (IDNA) form
+            try:
+                public = public.encode("idna").decode("ascii")
+            except UnicodeError:
+                pass
         return frozenset(names | ({public.lower().rstrip(".")} if public else set()))
 
     @property

@@ -8,8 +8,9 @@ import time
 from dataclasses import dataclass, field
 
 from grader import phases
-from grader.containers.container import FRAME_SLACK_S, LOADING, SandboxContainer, SandboxProtocolError
+from grader.containers.container import FRAME_SLACK_S, LOADING, SandboxContainer
 from grader.containers.frames import encode
+from grader.containers.losses import SandboxProtocolError
 from grader.containers.protocol import (
     BENCH_END,
     BENCH_JOB,

@@ -21,6 +21,7 @@ from grader import phases
 from grader.config_groups import LimitsSettings, SandboxSettings
 from grader.containers.frames import Frame, FrameDecoder, FrameError, encode_job
 from grader.containers.hardening import GVISOR_EXTRA_MEMORY_MB, GVISOR_PIDS_FACTOR, ipc_sysctls, is_gvisor, no_host_logs
+from grader.containers.losses import SandboxLost, SandboxProtocolError
 from grader.containers.protocol import (
     DONE,
     HELLO,
@@ -52,26 +53,6 @@ LOADING = -1  # SandboxLost.during_test while the submission is being loaded
 FRAME_SLACK_S = 10.0
 # How long a runner may take to clean up after a job before its container is given up.
 SETTLE_S = 15.0
-
-
-class SandboxLost(Exception):
-    """The container or the engine failed: the judge's problem, unless it keeps happening to one submission."""
-
-    def __init__(self, message: str, *, during_test: int | None = None, judges: bool = False) -> None:
-        super().__init__(message)
-        self.during_test = during_test
-        # Shown to be the judge's: the engine held the container paused (nothing in it could run), so the
-        # submission cannot have done it, whatever the container number or the test.
-        self.judges = judges
-
-
-class NoSandboxFree(SandboxLost):
-    """No warm sandbox came free in time (pool.py acquire): nothing was lost. A kind of SandboxLost so that
-    whoever handles a failed hand-out handles both alike; its own name for logs and for those who tell them apart."""
-
-
-class SandboxProtocolError(SandboxLost):
-    """The sandbox sent bytes that break the frame format."""
 
 
 @dataclass

@@ -19,7 +19,8 @@ import time
 import docker
 
 from grader.config_groups import LimitsSettings, SandboxSettings
-from grader.containers.container import LABEL, NoSandboxFree, SandboxContainer, SandboxLost
+from grader.containers.container import LABEL, SandboxContainer
+from grader.containers.losses import NoSandboxFree, SandboxLost
 from grader.containers.prewarm import ImageKeeper, keep_image_resident
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,8 @@ from typing import Any
 from grader import phases
 from grader.config_groups import SandboxSettings
 from grader.containers.bench import BenchOutcome, run_bench
-from grader.containers.container import LOADING, SandboxContainer, SandboxLost
+from grader.containers.container import LOADING, SandboxContainer
+from grader.containers.losses import SandboxLost
 from grader.containers.protocol import Bench, BenchJob, BenchSize, Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes

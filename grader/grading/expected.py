@@ -23,7 +23,7 @@ from grader.grading.seeds import seed_key
 
 log = logging.getLogger(__name__)
 
-MEMORY_ENTRIES = 256  # outputs kept in memory (the database keeps every one)
+MEMORY_ENTRIES = 256  # outputs kept in memory (the database keeps them within GRADER_EXPECTED_CACHE_MB)
 # A speed-graded problem's reference benchmark: what its calls may return in all (the kept calls of one
 # grading: 9 per size, up to 8 MB each on the timed sizes), and how many seeds' are kept (in memory only: each
 # grading draws its own calls, so they serve that grading's two asks; the database would grow by megabytes).

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from grader import phases
 from grader.config_groups import SandboxSettings
-from grader.containers.container import SandboxLost
+from grader.containers.losses import SandboxLost
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module
 from grader.grading.expected import ExpectedCache, ProblemBroken

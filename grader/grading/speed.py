@@ -20,7 +20,7 @@ import threading
 from grader import phases
 from grader.config_groups import SandboxSettings
 from grader.containers.bench import BenchOutcome
-from grader.containers.container import SandboxLost
+from grader.containers.losses import SandboxLost
 from grader.containers.protocol import KEPT, Outcome
 from grader.grading.execution import NoSandbox, bench_job, run_benchmark
 from grader.grading.expected import ExpectedCache, ProblemBroken

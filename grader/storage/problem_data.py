@@ -29,9 +29,15 @@ def load_expected(session: Session, *, key: str) -> bytes | None:
     return row.data
 
 
+LARGEST_SHARE = 0.25  # of the budget, the largest entry stored (a larger one is kept in memory only)
+
+
 def save_expected(session: Session, *, key: str, data: bytes, budget_bytes: int) -> None:
     """Stores an entry, then keeps the cache within `budget_bytes`: past it, the least recently used entries
-    are evicted down to EVICT_TO of it (never the one just stored, which is in use)."""
+    are evicted down to EVICT_TO of it (never the one just stored, which is in use). An entry larger than
+    LARGEST_SHARE of the budget is not stored: it would evict the others, then be evicted by the next."""
+    if len(data) > budget_bytes * LARGEST_SHARE:
+        return
     session.merge(ExpectedOutput(key=key, data=data, size=len(data), used_at=utcnow()))
     try:
         session.commit()
@@ -44,22 +50,22 @@ def save_expected(session: Session, *, key: str, data: bytes, budget_bytes: int)
 def evict_expected(session: Session, *, budget_bytes: int, keep: str | None = None) -> int:
     """Evicts the least recently used entries while the cache holds more than `budget_bytes`, down to EVICT_TO
     of it; the number evicted."""
-    total = session.scalar(select(func.coalesce(func.sum(ExpectedOutput.size), 0))) or 0
-    if total <= budget_bytes:
-        return 0
-    excess, doomed = total - int(budget_bytes * EVICT_TO), []
-    rows = session.execute(select(ExpectedOutput.key, ExpectedOutput.size).order_by(ExpectedOutput.used_at))
-    for found, size in rows:
-        if excess <= 0:
-            break
-        if found != keep:
-            doomed.append(found)
-            excess -= size
-    for start in range(0, len(doomed), 500):
-        session.execute(delete(ExpectedOutput).where(ExpectedOutput.key.in_(doomed[start : start + 500])))
     try:
+        total = session.scalar(select(func.coalesce(func.sum(ExpectedOutput.size), 0))) or 0
+        if total <= budget_bytes:
+            return 0
+        excess, doomed = total - int(budget_bytes * EVICT_TO), []
+        rows = session.execute(select(ExpectedOutput.key, ExpectedOutput.size).order_by(ExpectedOutput.used_at))
+        for found, size in rows:
+            if excess <= 0:
+                break
+            if found != keep:
+                doomed.append(found)
+                excess -= size
+        for start in range(0, len(doomed), 500):
+            session.execute(delete(ExpectedOutput).where(ExpectedOutput.key.in_(doomed[start : start + 500])))
         session.commit()
-    except SQLAlchemyError:  # another process evicts at once: its deletes stand
+    except SQLAlchemyError:  # the database busy, or another process evicting at once: the next save evicts
         session.rollback()
         return 0
     return len(doomed)

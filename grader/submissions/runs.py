@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from grader import vocabulary
 from grader.config_groups import RunSettings, SandboxSettings
-from grader.containers.container import SandboxContainer, SandboxLost
+from grader.containers.container import SandboxContainer
+from grader.containers.losses import SandboxLost
 from grader.containers.pool import SandboxPool
 from grader.containers.protocol import Outcome
 from grader.grading.bounds import bound_verdict

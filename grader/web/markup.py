@@ -13,7 +13,7 @@ from markupsafe import Markup, escape
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import PythonLexer, get_lexer_by_name
+from pygments.lexers import PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from grader.web.mathml import tex_to_mathml
@@ -84,10 +84,12 @@ def highlight_python(
     highlight_line: int | None = None,
     line_numbers: bool = False,
     first_line: int = 1,
+    max_html: int | None = None,
 ) -> Markup:
     """Python source as highlighted HTML in a <pre> (a tab stop named `label`, for it may scroll);
     optionally numbered from `first_line` (a window of a longer source), with one line marked (its number in
-    the whole source)."""
+    the whole source). `max_html`: past so many bytes of HTML (a span per token: code of one-character tokens
+    makes some 27 bytes of HTML per character), the same lines as plain escaped text, numbered alike."""
     marked = highlight_line - first_line + 1 if highlight_line else 0
     formatter = HtmlFormatter(
         cssclass="highlight",
@@ -101,11 +103,16 @@ def highlight_python(
     if not code.strip():
         return Markup(f'<div class="highlight"><pre {scrollable(label)}><code></code></pre></div>')
     html = highlight(code, PythonLexer(stripnl=False, ensurenl=True), formatter)
+    if max_html is not None and len(html) > max_html:
+        html = highlight(code, TextLexer(stripnl=False, ensurenl=True), formatter)
     # The code's own <pre> (not the line numbers' one) starts with Pygments' empty span, then <code>.
     return Markup(html.replace("<pre><span></span><code>", f"<pre {scrollable(label)}><span></span><code>", 1))
 
 
 MAX_SHOWN_LINES = 400  # of a submission's source on its report: the rest is at its raw-text link
+MAX_LINE_CHARS = 240  # of each line shown (a longer one is cut, with an ellipsis)
+MAX_SHOWN_CHARS = 24 * 1024  # of source shown in all
+MAX_SOURCE_HTML = 160 * 1024  # highlighted past this, the window is shown as plain text (highlight_python)
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,7 @@ class SourceWindow:
     text: str
     first: int
     total: int
+    cut: bool = False  # a line shown was cut short
 
     @property
     def last(self) -> int:
@@ -122,18 +130,35 @@ class SourceWindow:
 
     @property
     def whole(self) -> bool:
-        return self.first == 1 and self.text.count("\n") + 1 >= self.total
+        return self.first == 1 and self.last >= self.total and not self.cut
 
 
 def source_window(source: str, marked: int | None = None, lines: int = MAX_SHOWN_LINES) -> SourceWindow:
-    """At most `lines` lines of `source`: the first ones, or those around line `marked` where it lies beyond
-    them. However many lines a (capped) source has, its page holds this many (the HTML of a highlighted,
-    numbered line is several times the line)."""
+    """At most `lines` lines of `source`, each cut to MAX_LINE_CHARS, and no more than make MAX_SHOWN_CHARS:
+    from the first line, or around line `marked` (up to half the window before it) where it lies beyond the
+    first window. However many lines a (capped) source has, and however long, its page holds this much (the
+    HTML of a highlighted, numbered line is several times the line)."""
     all_lines = source.split("\n")
     total = len(all_lines)
-    if total <= lines:
-        return SourceWindow(source, 1, total)
+
+    def shown(line: str) -> str:
+        return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " …"
+
     start = 0
-    if marked is not None and marked > lines:
-        start = min(max(0, marked - 1 - lines // 2), total - lines)
-    return SourceWindow("\n".join(all_lines[start : start + lines]), start + 1, total)
+    if marked is not None and 0 < marked <= total:
+        first = [shown(line) for line in all_lines[:lines]]
+        if marked > len(first) or sum(len(line) + 1 for line in first[:marked]) > MAX_SHOWN_CHARS:
+            start, budget = marked - 1, MAX_SHOWN_CHARS // 2  # back from the marked line, half the budget
+            while start > 0 and marked - start < lines // 2 and budget - len(shown(all_lines[start - 1])) > 0:
+                start -= 1
+                budget -= len(shown(all_lines[start])) + 1
+    window: list[str] = []
+    budget = MAX_SHOWN_CHARS
+    for line in all_lines[start : start + lines]:
+        line = shown(line)
+        if window and budget - len(line) < 0:
+            break
+        window.append(line)
+        budget -= len(line) + 1
+    cut = any(len(line) > MAX_LINE_CHARS for line in all_lines[start : start + len(window)])
+    return SourceWindow("\n".join(window), start + 1, total, cut)

@@ -28,7 +28,7 @@ from grader.problems.public import SpeedPublic, by_track, problem_public, proble
 from grader.problems.registry import LoadedProblem
 from grader.submissions.public import read_submission
 from grader.web import report
-from grader.web.markup import highlight_python, render_markdown, source_window
+from grader.web.markup import MAX_SOURCE_HTML, highlight_python, render_markdown, source_window
 from grader.web.speed import SCORE_WORDS, SpeedView, speed_view
 from grader.web.speed_chart import fmt_times
 
@@ -216,7 +216,12 @@ def submission_page(
             if row.has_details
         },
         "source_html": highlight_python(
-            window.text, label="Your code", highlight_line=error_line, line_numbers=True, first_line=window.first
+            window.text,
+            label="Your code",
+            highlight_line=error_line,
+            line_numbers=True,
+            first_line=window.first,
+            max_html=MAX_SOURCE_HTML,
         ),
         "source_window": window,
         "error_line": error_line,

@@ -53,11 +53,13 @@ def test_a_burst_of_entries_stays_within_the_budget_least_recently_used_first(tm
     assert len(keys) >= 8  # evicted in batches down to 90 %, not emptied
 
 
-def test_an_entry_larger_than_the_budget_is_kept_alone(tmp_path: Path) -> None:
+def test_an_entry_larger_than_its_share_of_the_budget_is_not_stored(tmp_path: Path) -> None:
+    """Stored, it would evict every other entry, then be evicted by the next save (a white-box review's)."""
     database = _database(tmp_path)
     for i in range(3):
         with database.session() as session:
             problem_data.save_expected(session, key=f"small {i}", data=b"s" * ENTRY, budget_bytes=BUDGET)
     with database.session() as session:
         problem_data.save_expected(session, key="huge", data=b"h" * (2 * BUDGET), budget_bytes=BUDGET)
-    assert _held(database)[1] == {"huge"}
+        problem_data.save_expected(session, key="large", data=b"l" * (BUDGET // 3), budget_bytes=BUDGET)
+    assert _held(database)[1] == {"small 0", "small 1", "small 2"}

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from grader.config import Settings
-from grader.containers.container import JobOutcome, SandboxLost
+from grader.containers.container import JobOutcome
+from grader.containers.losses import SandboxLost
 from grader.containers.protocol import LoadHeader
 from grader.containers.protocol import TestHeader as RunnerTestHeader
 from grader.containers.values import Opaque, Tensor

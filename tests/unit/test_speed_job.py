@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import REPO_ROOT, Settings
-from grader.containers.container import SandboxLost
+from grader.containers.losses import SandboxLost
 from grader.containers.protocol import BENCH_JOB, KEPT, PREFIX, BenchJob
 from grader.grading.judge import LOCAL
 from grader.grading.speed import SpeedGrader, bench_seed

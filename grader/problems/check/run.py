@@ -27,7 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from grader.config_groups import LimitsSettings, SandboxSettings
-from grader.containers.container import SandboxContainer, SandboxLost
+from grader.containers.container import SandboxContainer
+from grader.containers.losses import SandboxLost
 from grader.containers.pool import SandboxPool
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
