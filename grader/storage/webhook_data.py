@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
@@ -12,24 +13,51 @@ from sqlalchemy.orm import Session
 from grader.grading.verdict import FINAL
 from grader.storage.db import Submission, WebhookMessage, utcnow
 
+CANDIDATES = 8  # due deliveries looked at per free sender, so that those within their shares are found
 
-def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> list[str]:
+
+def delivery_shares(submitter: str | None, address: str | None, url: str | None) -> tuple[str, str]:
+    """Whose a delivery is, for fair shares between deliveries (grader/submissions/webhooks.py): its
+    submitter (an API key's hash, else the client's address) and its receiving host."""
+    try:
+        host = (urlsplit(url or "").hostname or "").lower()
+    except ValueError:
+        host = ""
+    return ("key:" + submitter if submitter else "address:" + (address or "")), "host:" + host
+
+
+def claim_due_webhooks(
+    session: Session, *, claim_s: float, limit: int = 50, allowed: Callable[[str, str], bool] | None = None
+) -> list[tuple[str, tuple[str, str]]]:
     """Final submissions whose webhook is due, each claimed for claim_s (a conditional UPDATE: of several
-    processes looking at once, one takes each). First attempts before retries, so that receivers that
-    keep failing (or answer slowly) do not hold the others' first try back."""
+    processes looking at once, one takes each), with whose it is (delivery_shares). First attempts before
+    retries, so that receivers that keep failing (or answer slowly) do not hold the others' first try back.
+    `allowed(submitter, host)`: whether one more of theirs may be claimed now (each claim counted at once):
+    of the due deliveries (a window of CANDIDATES per claim) those over their share are left for later."""
     now = utcnow()
     due = session.execute(
-        select(Submission.id, Submission.webhook_next_at)
+        select(
+            Submission.id,
+            Submission.webhook_next_at,
+            Submission.api_key_hash,
+            Submission.client_address,
+            Submission.callback_url,
+        )
         .where(
             Submission.webhook_status == "pending",
             Submission.status.in_([status.value for status in FINAL]),
             or_(Submission.webhook_next_at.is_(None), Submission.webhook_next_at <= now),
         )
         .order_by(Submission.webhook_attempts, Submission.finished_at)
-        .limit(limit)
+        .limit(limit * CANDIDATES if allowed is not None else limit)
     ).all()
-    claimed = []
-    for submission_id, next_at in due:
+    claimed: list[tuple[str, tuple[str, str]]] = []
+    for submission_id, next_at, submitter, address, url in due:
+        if len(claimed) >= limit:
+            break
+        shares = delivery_shares(submitter, address, url)
+        if allowed is not None and not allowed(*shares):
+            continue
         unchanged = Submission.webhook_next_at.is_(None) if next_at is None else Submission.webhook_next_at == next_at
         taken = session.execute(
             update(Submission)
@@ -38,7 +66,7 @@ def claim_due_webhooks(session: Session, *, claim_s: float, limit: int = 50) -> 
             .execution_options(synchronize_session=False)
         )
         if taken.rowcount == 1:  # type: ignore[attr-defined]
-            claimed.append(submission_id)
+            claimed.append((submission_id, shares))
     session.commit()
     return claimed
 

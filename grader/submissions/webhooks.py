@@ -21,10 +21,12 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import queue
 import ssl
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Torchjudge-Signature"
 MAX_ERROR = 500  # what is kept of an attempt's error: a receiver's bytes may be part of it
+SHARE = 0.25  # of the senders, the most one submitter's deliveries, or one receiving host's, hold at once
 CLAIM_MARGIN_S = 30.0  # a claim outlasts the attempt's deadline by this much: no second process sends it meanwhile
 
 
@@ -136,8 +139,12 @@ class Deliverer(BackgroundLoop):
         self.registry = registry
         self.metrics = metrics
         self.lookups = Lookups(2 * webhooks.concurrency)
-        self._ready: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue[tuple[str, tuple[str, str]] | None] = queue.SimpleQueue()
         self._busy = 0
+        # Senders busy per submitter and per receiving host: each holds at most `share` of them, so that a
+        # slow legal receiver (or one client's many) delays only its own deliveries.
+        self.share = max(1, math.ceil(webhooks.concurrency * SHARE))
+        self._held: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._senders: list[threading.Thread] = []
         self._tls: ssl.SSLContext | None = None
@@ -171,16 +178,30 @@ class Deliverer(BackgroundLoop):
             free = self.webhooks.concurrency - self._busy
         if free <= 0:
             return False  # a sender that finishes kicks the loop
+        taken: Counter[str] = Counter()
+
+        def allowed(submitter: str, host: str) -> bool:
+            with self._lock:
+                if any(self._held[key] + taken[key] >= self.share for key in (submitter, host)):
+                    return False
+            taken.update((submitter, host))
+            return True
+
         with self.db.session() as session:
-            due = webhook_data.claim_due_webhooks(session, claim_s=self.webhooks.timeout_s + CLAIM_MARGIN_S, limit=free)
+            due = webhook_data.claim_due_webhooks(
+                session, claim_s=self.webhooks.timeout_s + CLAIM_MARGIN_S, limit=free, allowed=allowed
+            )
         with self._lock:
             self._busy += len(due)
-        for submission_id in due:
-            self._ready.put(submission_id)
+            for _, shares in due:
+                self._held.update(shares)
+        for claimed in due:
+            self._ready.put(claimed)
         return len(due) == free
 
     def _send_loop(self) -> None:
-        while (submission_id := self._ready.get()) is not None:
+        while (claimed := self._ready.get()) is not None:
+            submission_id, shares = claimed
             try:
                 self.deliver(submission_id)
             except Exception:  # the database may be away: the claim runs out and it is tried again
@@ -188,6 +209,10 @@ class Deliverer(BackgroundLoop):
             finally:
                 with self._lock:
                     self._busy -= 1
+                    self._held.subtract(shares)
+                    for key in shares:
+                        if self._held[key] <= 0:
+                            del self._held[key]
                 self.kick()
 
     def _build(self, submission_id: str) -> tuple[str, bytes]:
