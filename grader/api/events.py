@@ -19,13 +19,15 @@ HEARTBEAT_S seconds of silence so that proxies keep the connection open.
 
 The worker threads wake the stream through the service's Notifier; the stream then re-reads the stored
 submission through the same public view as the JSON API and sends what is new, so a missed wake-up costs
-at most one heartbeat interval.
+at most one heartbeat interval. The streams of one submission share that work (`SharedReads`): one read,
+and each event encoded once, for all the streams woken together, however many they are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -56,6 +58,60 @@ Event = tuple[int, str, Any]  # (id, kind, data)
 def _load(db: Database, registry: Registry, submission_id: str, admin: bool) -> SubmissionPublic | None:
     view = read_submission(db, registry, submission_id, admin=admin)
     return view.public if view is not None else None
+
+
+class Snapshot:
+    """One read of a submission, shared by the streams that asked for it: its events, each encoded once."""
+
+    def __init__(self, public: SubmissionPublic | None) -> None:
+        self.public = public
+        self._encoded: dict[int, str] = {}
+
+    def events_after(self, after: int) -> list[tuple[int, str]]:
+        """(id, the event's text) of the events after `after`, each encoded once for every stream."""
+        assert self.public is not None
+        found = []
+        for event_id, kind, data in pending_events(self.public, after):
+            if event_id not in self._encoded:
+                self._encoded[event_id] = _event(event_id, kind, data)
+            found.append((event_id, self._encoded[event_id]))
+        return found
+
+
+class SharedReads:
+    """The reads of the streams of one submission, shared: a stream woken at `since` takes the read in flight
+    or done that started no earlier (it saw every change the stream was woken for), else starts one. The
+    event loop's own: no lock (one thread), and at most one entry per watched submission and view."""
+
+    def __init__(self) -> None:
+        self._reads: dict[tuple[int, str, bool], tuple[float, asyncio.Future[Snapshot]]] = {}
+
+    async def read(self, db: Database, registry: Registry, submission_id: str, admin: bool, since: float) -> Snapshot:
+        key = (id(db), submission_id, admin)
+        found = self._reads.get(key)
+        if found is not None and found[0] >= since and found[1].get_loop() is asyncio.get_running_loop():
+            return await asyncio.shield(found[1])
+        started = time.monotonic()
+        future: asyncio.Future[Snapshot] = asyncio.get_running_loop().create_future()
+        self._reads[key] = (started, future)
+        try:
+            snapshot = Snapshot(await run_in_threadpool(_load, db, registry, submission_id, admin))
+        except BaseException as exc:
+            if self._reads.get(key, (0, None))[1] is future:
+                del self._reads[key]
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when no other stream waits
+            raise
+        future.set_result(snapshot)
+        return snapshot
+
+    def forget(self, key: tuple[int, str, bool]) -> None:
+        """Drops a submission's read once no stream of it is left."""
+        self._reads.pop(key, None)
+
+
+SHARED = SharedReads()
+STREAMS: dict[tuple[int, str, bool], int] = {}  # open streams per database, submission and view
 
 
 def _event(event_id: int, kind: str, data: Any) -> str:
@@ -93,24 +149,34 @@ async def stream_submission(
     # Watch before the first read: a test that lands between the read and the watch would otherwise
     # go unnoticed until the next heartbeat.
     wake = notifier.watch(submission_id)
+    key = (id(db), submission_id, admin)
+    STREAMS[key] = STREAMS.get(key, 0) + 1
     try:
         yield f"retry: {RETRY_MS}\n\n"
+        since = time.monotonic()
         while True:
             wake.clear()
-            public = await run_in_threadpool(_load, db, registry, submission_id, admin)
-            if public is None:
+            snapshot = await SHARED.read(db, registry, submission_id, admin, since)
+            if snapshot.public is None:
                 return
-            for event_id, kind, data in pending_events(public, after):
+            for event_id, text in snapshot.events_after(after):
                 after = event_id
-                yield _event(event_id, kind, data)
-            if public.status in FINAL:
+                yield text
+            if snapshot.public.status in FINAL:
                 return
             try:
                 await asyncio.wait_for(wake.wait(), timeout=HEARTBEAT_S)
             except TimeoutError:
                 yield ": keep-alive\n\n"
+                since = time.monotonic()
+            else:  # a read that started since the wake-up sees the change: the streams woken with it share it
+                since = wake.set_at
     finally:
         notifier.unwatch(submission_id, wake)
+        STREAMS[key] -= 1
+        if STREAMS[key] <= 0:
+            del STREAMS[key]
+            SHARED.forget(key)
 
 
 def _last_event_id(header: str | None) -> int:

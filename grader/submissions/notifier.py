@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -11,9 +12,15 @@ from typing import Any
 
 class Watch(asyncio.Event):
     """Set when its submission changes. `row`: the submission as stored with its verdict, when the change
-    that set it carried it (a grader of this process); then the waiter needs not read it back."""
+    that set it carried it (a grader of this process); then the waiter needs not read it back. `set_at`:
+    when it was last set (time.monotonic()), on the event loop: a read started since then sees the change."""
 
     row: Any = None
+    set_at: float = 0.0
+
+    def set(self) -> None:
+        self.set_at = time.monotonic()
+        super().set()
 
 
 class Notifier:
