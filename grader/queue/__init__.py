@@ -23,17 +23,18 @@ class Dispatcher(Protocol):
 
     def stop(self) -> None: ...
 
-    def submit(self, submission_id: str) -> None:
-        """Hands a stored, queued submission over for grading; raises QueueFull when there is no room."""
+    def submit(self, submission_id: str, owner: str = "") -> None:
+        """Hands a stored, queued submission over for grading; raises QueueFull when there is no room. `owner`:
+        its submitter (intake.py `owner_of`), whose submissions take turns with others' where the queue can."""
 
-    def submit_blocking(self, submission_id: str) -> None:
+    def submit_blocking(self, submission_id: str, owner: str = "") -> None:
         """The same without a bound, for what must not be refused: recovery and regrades."""
 
     @property
     def idle(self) -> int:
         """Graders of this process waiting for work (0 where grading happens in other processes)."""
 
-    def submit_taken(self, submission_id: str, taken: Any) -> None:
+    def submit_taken(self, submission_id: str, taken: Any, owner: str = "") -> None:
         """Hands over a submission stored already taken for grading (`taken`: its row, running, attempt 1),
         when `idle` said a grader waits: it skips the take. Only where `idle` can be more than 0."""
 

@@ -172,10 +172,10 @@ class CeleryDispatcher:
         self._redis.close()
         self.app.close()
 
-    def submit(self, submission_id: str) -> None:
+    def submit(self, submission_id: str, owner: str = "") -> None:  # the broker's order: first in, first out
         self.submit_blocking(submission_id)
 
-    def submit_blocking(self, submission_id: str) -> None:
+    def submit_blocking(self, submission_id: str, owner: str = "") -> None:
         # The dispatch lease first: should the send fail or the message be lost, a reaper sends it again.
         with self.db.session() as session:
             lease_data.set_dispatch_lease(
@@ -192,7 +192,7 @@ class CeleryDispatcher:
     def idle(self) -> int:
         return 0  # the graders are the workers' processes: every submission is taken by one of them
 
-    def submit_taken(self, submission_id: str, taken: Any) -> None:
+    def submit_taken(self, submission_id: str, taken: Any, owner: str = "") -> None:
         raise RuntimeError("under Celery a submission is taken by the worker that grades it")
 
     @property

@@ -38,6 +38,13 @@ class Stored:
     submission_id: str
     replayed: bool  # an earlier request with the same Idempotency-Key made it
     taken: Any = None  # its row, when stored already taken for a grader of this process that waits
+    owner: str = ""  # its submitter, for the queue's turns (owner_of)
+
+
+def owner_of(submitter: Submitter, client_address: str | None) -> str:
+    """Whose a submission is, for fair turns: its API key's hash, else the client's address (never an
+    X-Owner-Token, which a script mints at will)."""
+    return "key:" + submitter.key_hash if submitter.key_hash else "address:" + (client_address or "")
 
 
 BOM = "\ufeff"
@@ -184,7 +191,8 @@ class Intake:
                 raise Refused(422, "this Idempotency-Key was already used with a different request body")
             if replayed is not None:
                 return Stored(submission.id, True)
-            return Stored(submission.id, False, submission if fields["taken_for_s"] is not None else None)
+            taken = submission if fields["taken_for_s"] is not None else None
+            return Stored(submission.id, False, taken, owner_of(submitter, address))
 
     def _check_limits(self, session: Session, submitter: Submitter, client_address: str | None) -> None:
         try:
@@ -203,9 +211,9 @@ class Intake:
             return
         try:
             if stored.taken is not None:
-                self.dispatcher.submit_taken(stored.submission_id, stored.taken)
+                self.dispatcher.submit_taken(stored.submission_id, stored.taken, stored.owner)
             else:
-                self.dispatcher.submit(stored.submission_id)
+                self.dispatcher.submit(stored.submission_id, stored.owner)
         except QueueFull:
             with self.db.session() as session:
                 crud.delete_submission(session, submission_id=stored.submission_id)
