@@ -17,135 +17,34 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from multiprocessing.connection import Connection
 from typing import Any
 
-from grader.containers.protocol import MAX_MESSAGE, FrameError, Outcome, loads_bounded
+from grader.containers.protocol import MAX_MESSAGE, Outcome
 from grader.grading import judge_wire
 from grader.grading.bounds import cap, cap_details
 from grader.grading.execution import ModuleRun, TestRun
 from grader.grading.expected import Expected
 from grader.grading.judge import base_result, judge_test
+from grader.grading.judge_process import (
+    JudgeLimit,
+    JudgeProcess,
+    JudgeStopped,
+    JudgeUnavailable,
+)
 from grader.grading.judge_wire import JudgeSpec
 from grader.grading.model import ProblemSpec
 from grader.grading.verdict import TestResult, TestStatus
 
 log = logging.getLogger(__name__)
 
-MAX_ANSWER_BYTES = 1024 * 1024
-MAX_ANSWER_DEPTH = 16
 WAIT_S = 60.0  # for a free judge process, before the judge gives up (its own failure)
 SPECS_KEPT = 128
 BATCH = 32  # tests judged in one request at most (its answer stays well within MAX_ANSWER_BYTES)
-# What a judge process inherits of the environment: nothing of the service's configuration or secrets.
-ENVIRONMENT = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "HOME", "VIRTUAL_ENV")
-
-
-class JudgeUnavailable(Exception):
-    """No judge process could be had: the judge's own failure, never the submission's."""
-
-
-class JudgeLimit(Exception):
-    """A request ended its judge process (or took too long): the values it carried were too much to judge."""
-
-
-def _environment() -> dict[str, str]:
-    env = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-class JudgeProcess:
-    """One judge process and its two pipes."""
-
-    def __init__(self, memory_mb: int, cpu_s: float) -> None:
-        self.memory_mb, self.cpu_s = memory_mb, cpu_s
-        requests_in, requests_out = os.pipe()
-        answers_in, answers_out = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "grader.grading.isolated_worker", str(memory_mb), str(cpu_s)],
-                stdin=requests_in,
-                stdout=answers_out,
-                stderr=subprocess.DEVNULL,
-                env=_environment(),
-                cwd="/",
-                close_fds=True,
-                start_new_session=True,  # a Ctrl-C meant for the service is the service's to handle
-            )
-        except BaseException:
-            for fd in (requests_out, answers_in):
-                os.close(fd)
-            raise
-        finally:
-            os.close(requests_in)
-            os.close(answers_out)
-        self._requests = Connection(requests_out, readable=False)
-        self._answers = Connection(answers_in, writable=False)
-        self.specs: set[bytes] = set()  # the specs it was sent (it may have dropped some since)
-        self.alive = True
-
-    def ask(self, request: bytes, timeout_s: float) -> dict[str, Any]:
-        """One request's answer; JudgeLimit when the process ended, stalled or answered nonsense (it is
-        then gone)."""
-        try:
-            self._requests.send_bytes(request)
-            if not self._answers.poll(timeout_s):
-                self.kill()
-                raise JudgeLimit(f"more than {timeout_s:g} s")
-            raw = self._answers.recv_bytes(MAX_ANSWER_BYTES)
-        except (EOFError, OSError):
-            self.kill()
-            raise JudgeLimit(self._why()) from None
-        try:
-            answer = loads_bounded(raw, MAX_ANSWER_DEPTH)
-        except FrameError:
-            answer = None
-        if not isinstance(answer, dict):
-            self.kill()
-            raise JudgeLimit("an answer that is not one")
-        if "limit" in answer:
-            raise JudgeLimit(f"more than its {self.memory_mb} MB of memory")
-        return answer
-
-    def _why(self) -> str:
-        try:
-            code = self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            code = None
-        if code == -signal.SIGXCPU:
-            return f"more than {self.cpu_s:g} s of CPU"
-        return f"more than its {self.memory_mb} MB of memory" if code is not None and code < 0 else "a lost process"
-
-    def kill(self) -> None:
-        self.alive = False
-        try:
-            self.process.kill()
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        """Ends the process: its requests' pipe closes, and it exits; killed if it does not."""
-        self.alive = False
-        for connection in (self._requests, self._answers):
-            try:
-                connection.close()
-            except OSError:
-                pass
-        try:
-            self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
 
 
 class IsolatedJudge:
@@ -257,14 +156,22 @@ class IsolatedJudge:
 
     def _call(self, op: str, problem: ProblemSpec | None, args: tuple[Any, ...]) -> dict[str, Any]:
         digest, blob = self._spec(problem)
+        try:
+            answer = self._ask(op, digest, blob, args)
+        except JudgeStopped:
+            log.warning("a judge process was stopped from outside during %s: asked again in a fresh one", op)
+            answer = self._ask(op, digest, blob, args)  # stopped again: JudgeStopped, the judge's failure
+        if "error" in answer:
+            log.warning("a judge process failed on %s: %.100s", op, answer["error"])
+        return answer
+
+    def _ask(self, op: str, digest: bytes, blob: bytes, args: tuple[Any, ...]) -> dict[str, Any]:
         with self._process() as process:
             sent = blob if digest not in process.specs else None
             answer = process.ask(judge_wire.encode((op, digest, sent, args)), self.timeout_s)
             if answer.get("need_spec"):
                 answer = process.ask(judge_wire.encode((op, digest, blob, args)), self.timeout_s)
             process.specs.add(digest)
-        if "error" in answer:
-            log.warning("a judge process failed on %s: %.100s", op, answer["error"])
         return answer
 
     @contextmanager
@@ -279,8 +186,16 @@ class IsolatedJudge:
             if self._closed:
                 raise JudgeUnavailable("the judge is closed")
             process = self._idle.pop() if self._idle else None
+            discarded = None
+            if process is not None and not process.healthy():  # died or stopped while idle: a fresh one
+                discarded, process = process, None
+                self._count -= 1
             if process is None:
                 self._count += 1
+        if discarded is not None:
+            log.warning("a judge process died or was stopped while idle: replaced")
+            discarded.kill()
+            discarded.close()
         if process is None:
             try:
                 process = JudgeProcess(self.memory_mb, self.cpu_s)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from grader.containers.protocol import Outcome, TestHeader
-from grader.grading import isolated, isolated_worker
+from grader.grading import isolated, isolated_worker, judge_process
 from grader.grading.execution import TestRun
 from grader.grading.expected import Expected
 from grader.grading.isolated import IsolatedJudge
@@ -137,7 +137,7 @@ def test_the_answers_of_a_full_batch_of_hostile_failures_fit_in_one_answer(monke
         assert [(op, n) for op, n, _ in asks.seen] == [("tests", count)]  # one request, no fallback
         assert judge.status()["started"] == 1  # its process was not killed
         size = len(json.dumps([r.model_dump(mode="json", include={"message", "details"}) for r in results]))
-        assert size < isolated.MAX_ANSWER_BYTES
+        assert size < judge_process.MAX_ANSWER_BYTES
     finally:
         judge.close()
 

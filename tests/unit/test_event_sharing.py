@@ -70,7 +70,11 @@ def test_streams_of_one_submission_share_each_read_and_each_encoding(
 
     async def all_streams() -> list[list[str]]:
         streams = [asyncio.ensure_future(one_stream()) for _ in range(STREAMS)]
-        await asyncio.sleep(0.5)  # every stream has read the queued submission and waits
+        for _ in range(600):  # every stream has read the queued submission and waits (however loaded the machine)
+            if len(loads) >= STREAMS:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
         first_reads.extend((len(loads), len(encodings)))  # each its own: a stream reads after it watches
         threading.Thread(target=finish).start()
         return await asyncio.wait_for(asyncio.gather(*streams), timeout=60)

@@ -16,7 +16,7 @@ import pytest
 
 from grader.containers import values as trusted_values
 from grader.containers.protocol import LoadHeader, Outcome, TestHeader
-from grader.grading import isolated
+from grader.grading import isolated, judge_process
 from grader.grading.checkers import get
 from grader.grading.execution import ModuleRun, TestRun
 from grader.grading.expected import Expected
@@ -282,12 +282,12 @@ def test_what_a_judge_process_answers_is_read_as_hostile(reply: bytes, monkeypat
 
 def _answer_as(process: isolated.JudgeProcess, reply: bytes, timeout: float) -> dict[str, Any]:
     """JudgeProcess.ask's reading of `reply`, as if the process had sent it."""
-    if len(reply) > isolated.MAX_ANSWER_BYTES:
+    if len(reply) > judge_process.MAX_ANSWER_BYTES:
         process.kill()
         raise isolated.JudgeLimit("an answer that is not one")
     try:
-        answer = isolated.loads_bounded(reply, isolated.MAX_ANSWER_DEPTH)
-    except isolated.FrameError:
+        answer = judge_process.loads_bounded(reply, judge_process.MAX_ANSWER_DEPTH)
+    except judge_process.FrameError:
         answer = None
     if not isinstance(answer, dict):
         process.kill()
