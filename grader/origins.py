@@ -1,5 +1,5 @@
-"""Names of the service as clients give them: browsers' origins (grader/api/edge.py) and host names
-(GRADER_ALLOWED_HOSTS, grader/api/hosts.py), parsed and normalised without trusting them."""
+"""Names as clients give them: browsers' origins (grader/api/edge.py), host names (GRADER_ALLOWED_HOSTS,
+grader/api/hosts.py), parsed and normalised without trusting them; and who a client is, for fair shares."""
 
 from __future__ import annotations
 
@@ -36,3 +36,10 @@ def parse_origin(value: str) -> str | None:
     """An Origin header's value (or a URL's origin part) normalised; None for `null` and anything else."""
     scheme, sep, rest = value.strip().partition("://")
     return origin_of(scheme, rest.removesuffix("/")) if sep else None
+
+
+def client_identity(key_hash: str | None, address: str | None) -> str:
+    """Who a client is for every fair share (open requests, the queue's turns, webhook senders): the hash of
+    its API key where it has one, else its address (as a trusted proxy names it). Never an X-Owner-Token,
+    which a script mints at will. The one rule: every part that shares by client asks it here."""
+    return "key:" + key_hash if key_hash else "address:" + (address or "")

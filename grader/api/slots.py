@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 from fastapi import HTTPException, Request
 
+from grader.origins import client_identity
 from grader.submissions.submitters import Refused
 
 RETRY_AFTER_S = 5
@@ -93,8 +94,8 @@ def client_key(request: Request) -> str:
         except Refused:
             submitter = None
         if submitter is not None and submitter.key_hash:
-            return "key:" + submitter.key_hash
-    return "address:" + (request.client.host if request.client else "")
+            return client_identity(submitter.key_hash, None)
+    return client_identity(None, request.client.host if request.client else None)
 
 
 def waiter_slots(limit: int) -> Slots:

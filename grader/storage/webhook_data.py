@@ -11,6 +11,7 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from grader.grading.verdict import FINAL
+from grader.origins import client_identity
 from grader.storage.db import Submission, WebhookMessage, utcnow
 
 CANDIDATES = 8  # due deliveries looked at per free sender, so that those within their shares are found
@@ -23,7 +24,7 @@ def delivery_shares(submitter: str | None, address: str | None, url: str | None)
         host = (urlsplit(url or "").hostname or "").lower()
     except ValueError:
         host = ""
-    return ("key:" + submitter if submitter else "address:" + (address or "")), "host:" + host
+    return client_identity(submitter, address), "host:" + host
 
 
 def claim_due_webhooks(

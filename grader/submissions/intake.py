@@ -17,6 +17,7 @@ from grader.config_groups import AccessSettings, LimitsSettings, QueueSettings, 
 from grader.grading.seeds import SeedPool
 from grader.grading.verdict import FINAL
 from grader.metrics import Metrics
+from grader.origins import client_identity
 from grader.problems.registry import LoadedProblem, Registry
 from grader.queue import Dispatcher, QueueFull
 from grader.storage import crud
@@ -42,9 +43,8 @@ class Stored:
 
 
 def owner_of(submitter: Submitter, client_address: str | None) -> str:
-    """Whose a submission is, for fair turns: its API key's hash, else the client's address (never an
-    X-Owner-Token, which a script mints at will)."""
-    return "key:" + submitter.key_hash if submitter.key_hash else "address:" + (client_address or "")
+    """Whose a submission is, for the queue's turns (origins.client_identity)."""
+    return client_identity(submitter.key_hash, client_address)
 
 
 BOM = "\ufeff"
