@@ -268,6 +268,10 @@ class Child(PeakMemory):
             selector.register(self.res_r, selectors.EVENT_READ, "res")
             if self.out_open:
                 selector.register(self.out_r, selectors.EVENT_READ, "out")
+            # The command pipe's write end never reads; it is watched for its error, which comes once no reader is
+            # left: a child that lets go of its commands after the runner wrote the next one is told so, not timed.
+            if not self.command_closed:
+                selector.register(self.cmd_w, selectors.EVENT_READ, "cmd")
         next_census = time.monotonic() + TASK_POLL_S
         idle_at, on_idle = (time.monotonic() + idle[0], idle[1]) if idle is not None else (math.inf, None)
         while True:
@@ -307,6 +311,8 @@ class Child(PeakMemory):
         oom_before: int,
         phase: str,
     ) -> tuple[Report, bytes] | None:
+        if key.data == "cmd":
+            return self._let_go(selector, expected_kind, deadline, output_limit, oom_before, phase)
         try:
             data = os.read(key.fd, READ_CHUNK)
         except BlockingIOError:
@@ -340,6 +346,28 @@ class Child(PeakMemory):
             return None
         self.queued.extend(received[1:])  # a child that wrote more than one: the next wait takes the next
         return self._take(received[0], expected_kind, phase)
+
+    def _let_go(
+        self,
+        selector: selectors.BaseSelector,
+        expected_kind: bytes | tuple[bytes, ...],
+        deadline: float,
+        output_limit: int,
+        oom_before: int,
+        phase: str,
+    ) -> tuple[Report, bytes]:
+        """No reader is left on the command pipe while a frame is awaited: what the child wrote before is taken
+        first (its result, or the end of its channel), then it is told as a command that could not be delivered."""
+        selector.unregister(self.cmd_w)
+        self.command_closed = True
+        results = selector.get_key(self.res_r)
+        for _ in range(64):  # at most 4 MiB already written: a frame larger than that is not waited for
+            outcome = self._readable(results, selector, expected_kind, deadline, output_limit, oom_before, phase)
+            if outcome is not None:
+                return outcome
+            if not select.select([self.res_r], [], [], 0)[0]:
+                break
+        return self.unsent_outcome(oom_before, phase), b""
 
     def _take(
         self, frame: tuple[bytes, dict, bytes], expected_kind: bytes | tuple[bytes, ...], phase: str

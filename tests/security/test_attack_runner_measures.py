@@ -87,11 +87,14 @@ def test_the_mark_is_reset_through_one_descriptor_for_every_test(tmp_path: Path)
 # report comes through the zygote's socket: a child that simply exits at once makes the same race, by chance).
 # That was once told as the next test's timeout ("stopped taking commands"), and with skip_after_timeout every
 # test after it was skipped.
-def result_then(then: str) -> str:
+# The same child that lets go only after a pause ("late") makes the other order certain: the next command is already
+# in the pipe when its last reader goes, so nothing fails to be sent and only the pipe's error tells it.
+def result_then(then: str, pause: float = 0.0) -> str:
     return (
         "from sandbox.runner import protocol as P\n"
         "from sandbox.runner.messages import Report as R\n"
         "os.write(RES, P.encode(P.CHILD_RESULT, R(P.Outcome.OK, index=INDEX).header(), b'early'))\n"
+        f"time.sleep({pause})\n"
         "os.closerange(0, RES)\n"  # its command pipe among them (and its output)
         "os.closerange(RES + 1, 1024)\n" + then
     )
@@ -99,18 +102,20 @@ def result_then(then: str) -> str:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    ("then", "words"),
+    ("then", "pause", "words"),
     [
-        ("time.sleep(0.3)\nos._exit(3)", "exited (code 3) during test 2"),
-        ("time.sleep(30)", "closed its command channel during test 2"),
+        ("time.sleep(0.3)\nos._exit(3)", 0.0, "exited (code 3) during test 2"),
+        ("time.sleep(30)", 0.0, "closed its command channel during test 2"),
+        ("time.sleep(30)", 0.5, "closed its command channel during test 2"),
+        ("time.sleep(0.3)\nos._exit(3)", 0.5, "exited (code 3) during test 2"),
     ],
-    ids=["ends", "lives-on"],
+    ids=["ends", "lives-on", "lets-go-late-lives-on", "lets-go-late-ends"],
 )
 def test_a_child_that_lets_go_of_its_commands_after_a_result_is_charged_with_it_not_timed_out(
-    host: HostRunner, then: str, words: str
+    host: HostRunner, then: str, pause: float, words: str
 ) -> None:
     source = "def f(x):\n    return x\n"
-    done = host.run(job(source, result_then(then), "result = 2", "result = 3", skip_after_timeout=True))
+    done = host.run(job(source, result_then(then, pause), "result = 2", "result = 3", skip_after_timeout=True))
     assert done.statuses() == ["ok", "error", "ok"], [frame.header for frame in done.tests]
     assert done.tests[0].body == b"early"
     assert words in done.tests[1].header.message  # type: ignore[union-attr]
