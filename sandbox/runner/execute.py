@@ -185,12 +185,14 @@ def run_test(
     helpers: str = "",
     settings: dict | None = None,
     compiled: types.CodeType | None = None,
+    learner: torchstate.LearnerSettings | None = None,
 ) -> tuple[Report, bytes]:
     """Runs one test's code (`compiled`: as the runner compiled it, testcode.py); once it is done, nothing of
     the test is left for the submission to read: no source lines in linecache, no namespace holding the test
     function (emptied, so that a reference the submission kept to it finds nothing), no syntax tree.
     `settings`: torch's process-wide settings as the judge has them (torchstate.py), put back before the test
-    (what the submission's import or an earlier test set is gone) and after it."""
+    (what the submission's import or an earlier test set is gone) and after it; `learner`: the settings the
+    submission's import left, in force while its own code runs (torchstate.LearnerSettings)."""
     filename = test_filename(index)
     namespace = _test_globals(entry_points)
     try:
@@ -210,8 +212,14 @@ def run_test(
             if helpers:  # the problem's shared code, in the test's namespace, after the seeds (it may draw)
                 linecache.cache[HELPERS_FILE] = (len(helpers), None, helpers.splitlines(True), HELPERS_FILE)
                 exec(_helpers_code(helpers), namespace)
-            with torch.inference_mode(False):  # a submission may have entered inference mode and stayed there
-                result = namespace["__test__"]()
+            if learner:
+                learner.begin()
+            try:
+                with torch.inference_mode(False):  # a submission may have entered inference mode and stayed there
+                    result = namespace["__test__"]()
+            finally:
+                if learner:
+                    learner.end()
         except BaseException as exc:  # noqa: BLE001 - sys.exit() inside a test is a runtime error
             outcome, value = _failure(exc), b""
         else:
@@ -235,6 +243,14 @@ def _helpers_code(helpers: str) -> types.CodeType:
         _helpers_compiled.clear()
         code = _helpers_compiled[helpers] = compile(helpers, HELPERS_FILE, "exec", dont_inherit=True)
     return code
+
+
+def _learner_settings(judge: dict) -> torchstate.LearnerSettings:
+    """What the submission's import left set (none where it broke a getter: its calls find what they find)."""
+    try:
+        return torchstate.LearnerSettings(judge, torchstate.snapshot(), SUBMISSION_FILE)
+    except BaseException:  # noqa: BLE001 - a getter the submission broke
+        return torchstate.LearnerSettings(judge, judge, SUBMISSION_FILE)
 
 
 def _restore_quietly(settings: dict) -> list[str]:
@@ -314,6 +330,8 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
     del job
     loaded = failure or Report(Outcome.OK)
     loaded.settings_changed = torchstate.changed(settings)  # by the module's import; put back before the first test
+    learner = _learner_settings(settings)
+    entry_points = {name: learner.wrapped(function) for name, function in entry_points.items()}
     _send(res_w, protocol.CHILD_LOAD, loaded.header())
     if failure is not None:
         os._exit(0)
@@ -329,7 +347,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
             os._exit(0)
         del body
         report, value = run_test(
-            command.index, command.seed, code, entry_points, max_result, helpers, settings, compiled
+            command.index, command.seed, code, entry_points, max_result, helpers, settings, compiled, learner
         )
         del code, compiled
         report.index = command.index

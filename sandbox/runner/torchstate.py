@@ -10,6 +10,7 @@ reference or a test that leaks them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -87,3 +88,85 @@ def restore(saved: dict[str, Any]) -> list[str]:
             changed.append(name)
             write(saved[name])
     return changed
+
+
+# The sandbox has one CPU: a module's thread count is never applied to its calls (a pool it asked for at import
+# would only start threads the confinement refuses).
+JUDGE_ONLY = frozenset({"number of threads"})
+
+
+class LearnerSettings:
+    """The settings a submission's import left, in force while its own code runs and never outside it.
+
+    A module that sets `torch.set_default_dtype(torch.float64)` at import and relies on it in its arithmetic must
+    find it in every call into its code, while the test around the call makes its inputs under the judge's settings
+    (`judge`, put back before each test). Its code is every frame compiled from its source (`filename`), found by a
+    profile function while a test runs: at the way in from the test's side the import's settings are put in force,
+    at the way out the judge's are put back; a generator's resumption and yield count as ways in and out. What a
+    call changes lasts until it returns to the test: every call starts from the import's settings. Entry points that
+    are not the module's own functions (a builtin it names, a functools.partial) are wrapped to do the same.
+    Installed only where the import changed a setting: other submissions run without a profile function."""
+
+    def __init__(self, judge: dict[str, Any], learner: dict[str, Any], filename: str) -> None:
+        self.judge, self.filename, self.depth = judge, filename, 0
+        self.learner = {
+            name: value for name, value in learner.items() if name not in JUDGE_ONLY and value != judge.get(name)
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self.learner)
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth == 1:
+            for name, value in self.learner.items():
+                read, write = SETTINGS[name]
+                try:
+                    if read() != value:
+                        write(value)
+                except BaseException:  # noqa: BLE001 - a setter the submission broke: its call finds it as it is
+                    pass
+
+    def leave(self) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth == 0:
+            restore(self.judge)
+
+    def _profile(self, frame: Any, event: str, _: Any) -> None:
+        if event == "call" or event == "return":
+            try:
+                if frame.f_code.co_filename == self.filename:
+                    self.enter() if event == "call" else self.leave()
+            except BaseException:  # noqa: BLE001 - a setter the submission broke: the test finds the setting as it is
+                pass
+
+    def begin(self) -> None:
+        """Before a test's code runs (the judge's settings put back): the submission's calls are watched."""
+        self.depth = 0
+        sys.setprofile(self._profile)
+
+    def end(self) -> None:
+        """After it: nothing is watched."""
+        sys.setprofile(None)
+        self.depth = 0
+
+    def wrapped(self, entry_point: Any) -> Any:
+        """An entry point that is not one of the module's own functions (or classes), called under its settings."""
+        try:
+            own = isinstance(entry_point, type) or entry_point.__code__.co_filename == self.filename
+        except BaseException:  # noqa: BLE001 - no code of its own (a builtin), or a hostile attribute
+            own = False
+        if own or not self:
+            return entry_point
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.enter()
+            try:
+                return entry_point(*args, **kwargs)
+            finally:
+                try:
+                    self.leave()
+                except BaseException:  # noqa: BLE001 - as in _profile
+                    pass
+
+        return call

@@ -4,6 +4,8 @@ mode, print options, threads) changes neither the tests' own inputs nor the next
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from grader.grading.verdict import Status, Verdict
@@ -158,3 +160,136 @@ def test_a_test_after_one_that_broke_a_setter_says_so_rather_than_run_with_the_c
     for test in later:
         assert test.status == TestStatus.ERROR, (test.status, test.message)
         assert "no setting back" in (test.message or ""), test.message
+
+
+# Every process-wide setting a module can set at import, set to something other than the judge's. Its own calls
+# (a function, a method of the object it returns, a generator it hands back, a builtin it names as an entry point)
+# find them, each call as the import left them; the test's code around those calls finds the judge's.
+LEARNER = """\
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+torch.set_grad_enabled(False)
+torch.use_deterministic_algorithms(True)
+torch.autograd.set_detect_anomaly(True)
+torch.set_float32_matmul_precision("medium")
+torch.set_printoptions(precision=10)
+torch.backends.mkldnn.enabled = False
+np.seterr(all="raise")
+
+
+def readings():
+    made = torch.full((2,), 1 / 3)
+    readings = {
+        "dtype": str(made.dtype),
+        "grad": torch.is_grad_enabled(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "anomaly": torch.is_anomaly_enabled(),
+        "matmul": torch.get_float32_matmul_precision(),
+        "printed": str(torch.tensor([1 / 3])),
+        "mkldnn": torch.backends.mkldnn.enabled,
+        "numpy": np.geterr()["divide"],
+    }
+    torch.set_default_dtype(torch.float32)  # changed inside one call: the next call starts from the import's again
+    return readings
+
+
+class Probe:
+    def read(self):
+        return readings()
+
+    def each(self):
+        yield readings()
+        yield readings()
+
+
+def probe():
+    return Probe()
+
+
+made_by_builtin = torch.zeros
+"""
+
+INSIDE = {
+    "dtype": "torch.float64",
+    "grad": False,
+    "deterministic": True,
+    "anomaly": True,
+    "matmul": "medium",
+    "printed": "tensor([0.3333333333])",
+    "mkldnn": False,
+    "numpy": "raise",
+}
+OUTSIDE = {
+    "dtype": "torch.float32",
+    "grad": True,
+    "deterministic": False,
+    "anomaly": False,
+    "matmul": "highest",
+    "printed": "tensor([0.3333])",
+    "mkldnn": True,
+    "numpy": "warn",
+}
+
+LEARNER_PROBLEM = f"""\
+id: learner-settings
+title: Settings
+difficulty: easy
+statement: Report the settings.
+starter_code: |
+  def readings():
+      pass
+entry_points: [readings, probe, made_by_builtin]
+reference: |
+{textwrap.indent(LEARNER, "  ")}
+helpers: |
+  def judges():
+      return {{
+          "dtype": str(torch.full((2,), 1 / 3).dtype),
+          "grad": torch.is_grad_enabled(),
+          "deterministic": torch.are_deterministic_algorithms_enabled(),
+          "anomaly": torch.is_anomaly_enabled(),
+          "matmul": torch.get_float32_matmul_precision(),
+          "printed": str(torch.tensor([1 / 3])),
+          "mkldnn": torch.backends.mkldnn.enabled,
+          "numpy": np.geterr()["divide"],
+      }}
+tests:
+  - name: inside and outside
+    visible: true
+    code: |
+      before = judges()
+      first = readings()
+      between = judges()
+      second = probe().read()
+      each = list(probe().each())
+      return {{
+          "inside": [first, second, *each],
+          "outside": [before, between, judges()],
+          "builtin": str(made_by_builtin(2).dtype),
+          "input": str(torch.randn(2).dtype),
+      }}
+    check:
+      inside:
+        holds:
+          - "all(r == {INSIDE!r} for r in inside)"
+      outside:
+        holds:
+          - "all(r == {OUTSIDE!r} for r in outside)"
+      builtin:
+        holds: ["builtin == 'torch.float64'"]
+      input:
+        holds: ["input == 'torch.float32'"]
+"""
+
+
+def test_what_a_module_sets_at_import_holds_in_its_own_calls_and_never_in_the_tests_code(
+    checker: ProblemChecker,
+) -> None:
+    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(
+        parse_problem(LEARNER_PROBLEM, "p.yaml")
+    )
+    verdict = graded(checker, problem, LEARNER)
+    failures = [(t.name, t.status, t.message) for t in verdict.tests if t.status != "passed"]
+    assert verdict.status == Status.ACCEPTED, failures
