@@ -9,7 +9,7 @@ The steps, in order, each reported as soon as it is known:
   pitfalls       every pitfall fails at least one test (the report says which)
   alternatives   every alternative (another correct solution) is accepted
   tolerances     an all-zeros answer and the reference's answer with 1% relative noise each fail some
-                 test that returns floats
+                 test that returns floats; the reference computed in float64 (oracle.py) passes every test
   custom         (a problem with a custom-input test) on its defaults the reference answers, the same in
                  two sandboxes, and every alternative is accepted
 
@@ -37,6 +37,7 @@ from grader.grading.selection import one_test
 from grader.problems.check.authoring import file_findings, reference_findings
 from grader.problems.check.custom import custom_step
 from grader.problems.check.locate import Locator
+from grader.problems.check.oracle import oracle_source
 from grader.problems.check.report import (
     SEEDS_CHECKED,
     STEPS,
@@ -227,34 +228,36 @@ class ProblemChecker:
         """The steps after the schema, under one seed; stops after a reference that is not accepted. The
         tolerance step is judged once, on the first seed's outputs."""
         started = time.monotonic()
-        first, second = self._run_all(problem, [problem.reference, problem.reference], seed, apart=True)
+        ours, again = self._run_all(problem, [problem.reference, problem.reference], seed, apart=True)
         seconds = round(time.monotonic() - started, 3)
-        reference = reference_step(problem, first, locate, seconds)
+        reference = reference_step(problem, ours, locate, seconds)
         if reference.status != StepStatus.FAILED:
-            reference.errors += reference_findings(problem, [first.value(i) for i in range(len(problem.tests))], locate)
+            reference.errors += reference_findings(problem, [ours.value(i) for i in range(len(problem.tests))], locate)
             if reference.errors:
                 reference.status, reference.summary = StepStatus.FAILED, "the tests have mistakes"
         if reference.status == StepStatus.FAILED:
             return [reference]
-        steps = [reference, determinism_step(problem, first, second, locate, seconds)]
+        steps = [reference, determinism_step(problem, ours, again, locate, seconds)]
         started = time.monotonic()
         pitfalls = [pitfall.module for pitfall in problem.pitfalls]
         alternatives = [alternative.code for alternative in problem.alternatives]
-        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives], seed)
+        oracle = [oracle_source(problem.reference, problem.entry_points)] if first else []
+        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives, *oracle], seed)
+        oracle_run = runs.pop() if first else None
         seconds = round(time.monotonic() - started, 3)
-        self.outputs[seed] = (first, runs[1:])
-        reference_values = [first.value(index) for index in range(len(problem.tests))]
+        self.outputs[seed] = (ours, runs[1:])
+        reference_values = [ours.value(index) for index in range(len(problem.tests))]
         pitfall_runs = runs[1 : 1 + len(pitfalls)]
         count = len(problem.tests)
         expected = Expected(
-            [first.body(i) for i in range(count)], [[run.body(i) for i in range(count)] for run in pitfall_runs]
+            [ours.body(i) for i in range(count)], [[run.body(i) for i in range(count)] for run in pitfall_runs]
         )
         verdicts = [judge_module(problem, expected, run) for run in runs]
         steps.append(starter_step(runs[0], verdicts[0], locate, seconds))
         steps.append(pitfalls_step(problem, expected, pitfall_runs, verdicts[1 : 1 + len(pitfalls)], locate, seconds))
         steps.append(alternatives_step(problem, verdicts[1 + len(pitfalls) :], locate, seconds))
         if first:
-            steps.append(tolerance_step(problem, reference_values, locate))
+            steps.append(tolerance_step(problem, reference_values, locate, oracle_run))
         return steps
 
     def _run_all(

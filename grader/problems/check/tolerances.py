@@ -11,9 +11,11 @@ import numpy as np
 
 from grader.containers.values import EPS, FLOAT_DTYPES, Tensor
 from grader.grading.compare import EPS_MULTIPLE
+from grader.grading.execution import ModuleRun
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
 from grader.problems.check.locate import Locator
+from grader.problems.check.oracle import findings, suggested
 from grader.problems.check.report import CheckStep, StepStatus
 
 NOISE = 0.01
@@ -83,7 +85,11 @@ def with_relative_noise(value: Any, seed: int, fraction: float = NOISE) -> Any:
     return perturb_floats(value, noisy)
 
 
-def tolerance_step(problem: ProblemSpec, expected: list[Any], locate: Locator) -> CheckStep:
+def tolerance_step(
+    problem: ProblemSpec, expected: list[Any], locate: Locator, oracle: ModuleRun | None = None
+) -> CheckStep:
+    """`oracle`: the reference run again in float64 (oracle.py): a test whose tolerance is tighter than the
+    reference's own error is refused."""
     step = CheckStep(name="tolerances", status=StepStatus.OK, summary="")
     float_tests = [index for index, value in enumerate(expected) if has_floats(value)]
     if not float_tests:
@@ -127,6 +133,52 @@ def tolerance_step(problem: ProblemSpec, expected: list[Any], locate: Locator) -
         if movable
         else "no float test has a value noise could move (all 0, inf or NaN)"
     )
+    if oracle is not None:
+        step.summary += "; " + _precision(problem, expected, oracle, float_tests, locate, step)
     if step.errors:
         step.status = StepStatus.FAILED
     return step
+
+
+def _precision(
+    problem: ProblemSpec,
+    expected: list[Any],
+    oracle: ModuleRun,
+    float_tests: list[int],
+    locate: Locator,
+    step: CheckStep,
+) -> str:
+    """The float64 oracle's findings: an error per test whose tolerance is tighter than the reference's own error,
+    a warning naming the tests it could not measure; the summary's clause."""
+    found = findings(problem, expected, oracle, float_tests)
+    tests = problem.tests
+    for finding in found:
+        if not finding.passes:
+            index = finding.index
+            step.errors.append(
+                locate.error(
+                    ("tests", index),
+                    f"the tolerance is tighter than the reference's own float32 error: the reference computed in "
+                    f"float64 and rounded fails this test (its error: up to {finding.error_abs:.1e} absolute, "
+                    f"{finding.error_rel:.1e} relative), so a submission more accurate than the reference would "
+                    f"fail; a tolerance that holds it: rtol {suggested(finding.error_rel)}, "
+                    f"atol {suggested(finding.error_abs)}",
+                )
+            )
+    unmeasured = [finding for finding in found if finding.note is not None]
+    if unmeasured:
+        names = "; ".join(f"{f.index + 1} {tests[f.index].name!r}: {f.note}" for f in unmeasured[:5])
+        step.warnings.append(
+            "the float64 oracle could not measure the reference's error in tests "
+            + names
+            + (" ..." if len(unmeasured) > 5 else "")
+        )
+    measured = [finding for finding in found if finding.note is None]
+    if not measured:
+        return "the float64 oracle measured no test"
+    worst = max(measured, key=lambda finding: finding.error_rel)
+    held = sum(finding.passes for finding in measured)
+    return (
+        f"the reference's own error (against float64) within the tolerance of {held} of {len(measured)} tests "
+        f"(at most {worst.error_rel:.1e} relative, test {worst.index + 1})"
+    )
