@@ -108,3 +108,42 @@ def test_a_reference_that_draws_other_numbers_in_float64_is_named_not_refused(ch
     tolerances, report = step(checker, DRAWS.format(rtol="1.0e-9"))
     assert tolerances.status == StepStatus.OK, tolerances.errors
     assert any("could not measure" in w and "1 'many values'" in w for w in tolerances.warnings), tolerances.warnings
+
+
+# A factory whose module draws its weights when it is made: the oracle makes it as the reference does (the same
+# weights), widens it, and gives its forward float64 inputs, so the error of its forward is measured too.
+FACTORY = """\
+id: layer
+title: Layer
+difficulty: easy
+statement: Make a linear layer from n inputs to 1 output.
+starter_code: |
+  def make_layer(n):
+      pass
+entry_points: [make_layer]
+reference: |
+  import torch
+
+
+  def make_layer(n):
+      return torch.nn.Linear(n, 1)
+tests:
+  - name: a wide layer
+    visible: true
+    code: |
+      layer = make_layer(50_000)
+      x = torch.rand(8, 50_000) * 3 + 1
+      with torch.no_grad():
+          return {{"y": layer(x)}}
+    check:
+      y: {{rtol: {rtol}, atol: 0}}
+"""
+
+
+def test_a_module_a_factory_makes_is_measured_with_the_references_own_weights(checker: ProblemChecker) -> None:
+    tolerances, _ = step(checker, FACTORY.format(rtol="1.0e-9"))
+    assert tolerances.status == StepStatus.FAILED, tolerances.summary
+    assert "tighter than the reference's own float32 error" in tolerances.errors[0], tolerances.errors
+    tolerances, _ = step(checker, FACTORY.format(rtol="1.0e-3"))
+    assert tolerances.status == StepStatus.OK, tolerances.errors
+    assert "within the tolerance of 1 of 1 tests" in tolerances.summary, tolerances.summary

@@ -2,10 +2,11 @@
 
 A float32 reference is itself off from the exact answer by its rounding. A test whose tolerance is tighter than
 that refuses a submission more accurate than the reference: the worst verdict a judge can give. So the check runs
-the reference once more, as a module of its own in the sandbox, with every floating tensor it is given widened to
-float64 (a module's parameters too, in place; what it changes in place copied back) and float64 as its default
-dtype while its code runs (sandbox/runner/torchstate.py: what a module sets at import holds in its calls); the
-test's own code, and so its inputs, are unchanged. Its values, rounded to each of the reference's dtypes, stand for
+the reference once more, as a module of its own in the sandbox, with every floating tensor its entry points are
+given widened to float64 (a module's parameters too, in place; what it changes in place copied back) and float64 as
+its default dtype while they run; a module they make (or a class of theirs that the test makes) is made as the
+reference makes it, its draws the same, then widened, and its forward given float64 inputs in turn. The test's own
+code, and so its inputs, are unchanged. Its values, rounded to each of the reference's dtypes, stand for
 the most accurate answer a float32 submission can give: a test they fail has a tolerance tighter than the
 reference's own error, which the check refuses, with the error measured and a tolerance that holds it.
 
@@ -47,7 +48,7 @@ def __torchjudge_oracle__(names):
             moved.append((value, wide, wide._version))
             return wide
         if isinstance(value, _torch.nn.Module):
-            return value.to(_torch.float64)
+            return watched(value)
         if type(value) is list:
             return [widen(item, moved) for item in value]
         if type(value) is tuple:
@@ -56,20 +57,41 @@ def __torchjudge_oracle__(names):
             return {key: widen(item, moved) for key, item in value.items()}
         return value
 
-    def wrap(function):
+    def watched(module):
+        module.to(_torch.float64)
+        if "forward" not in vars(module):
+            module.forward = wrap(module.forward)
+        return module
+
+    def under(dtype, function, args, kwargs):
+        before = _torch.get_default_dtype()
+        _torch.set_default_dtype(dtype)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _torch.set_default_dtype(before)
+
+    def wrap(function, made=False):
         def call(*args, **kwargs):
+            state = _torch.default_generator.get_state()
+            if made:  # a class's __init__: its draws as the reference's, then its parameters widened
+                result = function(*args, **kwargs)
+                if isinstance(args[0], _torch.nn.Module):
+                    watched(args[0])
+                return result
             moved = []
-            args = [widen(item, moved) for item in args]
-            kwargs = {key: widen(item, moved) for key, item in kwargs.items()}
-            drawn = _torch.default_generator.get_state()
-            result = function(*args, **kwargs)
-            if not _torch.equal(drawn, _torch.default_generator.get_state()):
-                raise RuntimeError(DRAWS)
+            wide = [widen(item, moved) for item in args]
+            result = under(_torch.float64, function, wide, {key: widen(item, moved) for key, item in kwargs.items()})
+            if not _torch.equal(state, _torch.default_generator.get_state()):
+                if not isinstance(result, _torch.nn.Module):
+                    raise RuntimeError(DRAWS)
+                _torch.default_generator.set_state(state)  # a module made: made again as the reference made it
+                return watched(function(*args, **kwargs))
             with _torch.no_grad():
-                for original, wide, version in moved:
-                    if wide._version != version:
-                        original.copy_(wide)
-            return result
+                for original, changed, version in moved:
+                    if changed._version != version:
+                        original.copy_(changed)
+            return watched(result) if isinstance(result, _torch.nn.Module) else result
 
         return call
 
@@ -79,10 +101,9 @@ def __torchjudge_oracle__(names):
         if isinstance(found, type):
             for attribute, member in list(vars(found).items()):
                 if callable(member) and not isinstance(member, (type, staticmethod, classmethod)):
-                    setattr(found, attribute, wrap(member))
+                    setattr(found, attribute, wrap(member, made=attribute == "__init__"))
         elif callable(found):
             space[name] = wrap(found)
-    _torch.set_default_dtype(_torch.float64)
 
 
 __torchjudge_oracle__(NAMES)
