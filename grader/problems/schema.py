@@ -78,6 +78,14 @@ class TestCase(Strict):
         "is compared exactly), or round (decimals), or expect (an expression computing the expected value from the "
         "submission's returned keys), or holds (expressions that must be true)",
     )
+    trivial: str | None = Field(
+        None,
+        min_length=1,
+        max_length=300,
+        description="why an answer that ignores the question (all zeros or ones, one constant, random values, the "
+        "input unchanged, the answer on other inputs) passing this test is intended; without it the check refuses "
+        "such a test",
+    )
 
     @field_validator("checker")
     @classmethod

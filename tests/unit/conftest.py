@@ -97,11 +97,13 @@ tests:
     code: |
       return {"out": double(torch.ones(3))}
     check: {out: {rtol: 1.0e-5, atol: 1.0e-6}}
+    trivial: its answer is one number everywhere
   - name: second
     weight: 2
     seed: fixed
     code: |
       return {"out": double(torch.zeros(2))}
+    trivial: its answer is all zeros
 pitfalls:
   - name: identity
     hint: Multiply by two.

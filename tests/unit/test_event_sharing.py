@@ -85,7 +85,9 @@ def test_streams_of_one_submission_share_each_read_and_each_encoding(
     assert all(got[1:] == received[0][1:] for got in received)  # the same events for all
     events_per_stream = len(received[0]) - 1
     woken_reads = len(loads) - first_reads[0]
-    assert woken_reads <= 5, f"{woken_reads} reads for {STREAMS} streams woken together"  # before: one each
+    # Before: one read each (60). Shared: one per wave of wake-ups, a few on a quiet machine, 6-8 seen while
+    # another process kept both CPUs busy; a quarter of the streams holds that on a machine three times slower.
+    assert woken_reads <= STREAMS // 4, f"{woken_reads} reads for {STREAMS} streams woken together"
     woken_encodings = len(encodings) - first_reads[1]
     assert woken_encodings <= woken_reads * events_per_stream, (  # each event once per read, not once per stream
         f"{woken_encodings} encodings of {events_per_stream} new events, {woken_reads} reads"

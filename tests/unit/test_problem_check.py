@@ -21,15 +21,17 @@ from grader.containers.protocol import LoadHeader
 from grader.containers.protocol import TestHeader as RunnerTestHeader
 from grader.containers.values import Opaque, Tensor
 from grader.problems.check import CheckReport, CheckStep, ProblemChecker, SandboxUnavailable, StepStatus
+from grader.problems.check.impostors import identity_source
 from grader.problems.check.oracle import oracle_source
 from grader.problems.check.report import numbers
 from grader.problems.check.tolerances import has_floats, with_relative_noise, zeros_like_floats
 from grader.problems.registry import parse_problem
 
 SOURCE = "tiny.yaml"
-STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances"]
+STEP_NAMES = ["schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances", "impostors"]
 Outputs = Callable[[int], list[Any]]  # call number (0-based, per module) -> one value per test
 ORACLE_SHIM = "\n\ndef __torchjudge_oracle__"
+IDENTITY = identity_source([])
 CURRENT_JOB: list[Any] = [None]  # the job being answered: a script can look at its tests' seeds
 
 
@@ -68,7 +70,10 @@ class ScriptedSandbox:
         number = self.calls.get(source, 0)
         self.calls[source] = number + 1
         CURRENT_JOB[0] = job
-        # The float64 oracle (the reference with a shim after it) answers as the reference's first run: no error.
+        # The float64 oracle (the reference with a shim after it) answers as the reference's first run: no error;
+        # the impostor that returns its input unchanged, unless scripted, as a module that does not load.
+        if source not in self.script and source.startswith(IDENTITY):
+            return JobOutcome(load=LoadHeader(status="compile_error", message="not scripted"))
         outputs = self.script[source if source in self.script else source.partition(ORACLE_SHIM)[0]](number)
         if isinstance(outputs, LoadHeader):
             return JobOutcome(load=outputs)
@@ -226,7 +231,7 @@ def test_an_invalid_file_starts_no_sandbox(settings, problem_yaml, mutate, line_
     assert schema.status == StepStatus.FAILED
     [error] = schema.errors
     assert error.startswith(f"{SOURCE}:{line_of(text, 'difficulty: trivial')}: difficulty: ")
-    assert [s.status for s in report.steps[1:]] == [StepStatus.SKIPPED] * 6
+    assert [s.status for s in report.steps[1:]] == [StepStatus.SKIPPED] * 7
 
 
 def test_schema_only_stops_after_the_schema(settings, problem_yaml) -> None:
@@ -247,7 +252,7 @@ def test_a_reference_that_raises_names_the_reference_line(settings, tiny, proble
     [error] = reference.errors
     assert error_line(error) == line_of(problem_yaml, "return 2 * x")
     assert "reference: the reference fails test 2 'second': ValueError: boom" in error
-    assert [s.status for s in report.steps[2:]] == [StepStatus.SKIPPED] * 5
+    assert [s.status for s in report.steps[2:]] == [StepStatus.SKIPPED] * 6
 
 
 def test_a_test_that_raises_in_its_own_code_names_that_line(settings, tiny, problem_yaml, make_body, line_of) -> None:
@@ -518,8 +523,9 @@ def test_a_problem_with_fresh_inputs_is_checked_under_eight_seeds_or_as_many_as_
     report, _ = harness.check(fresh_problem(problem_yaml, mutate))
     assert report.ok, report.errors
     want = count or 8
-    assert len(seeds) == want, "the hidden test's seed differs from one round to the next"
-    assert harness.calls[problem.reference] == 2 * want, "twice under each seed"
+    # One seed more: the impostors step's reference on other inputs, run once beside the first round.
+    assert len(seeds) == want + 1, "the hidden test's seed differs from one round to the next"
+    assert harness.calls[problem.reference] == 2 * want + 1, "twice under each seed"
     assert step(report, "pitfalls").summary.endswith(f"(under {want} seeds)")
     assert not any("time budget" in warning for s in report.steps for warning in s.warnings)
 
@@ -527,7 +533,8 @@ def test_a_problem_with_fresh_inputs_is_checked_under_eight_seeds_or_as_many_as_
 def test_rounds_that_would_pass_the_time_budget_are_not_started(
     settings, tiny, problem_yaml, make_body, mutate, monkeypatch
 ) -> None:
-    """A round takes 10 s on a clock that only the check reads: with 35 s, three rounds fit, not a fourth."""
+    """A round takes 10 s on a clock that only the check reads (the first 15 s: its run of the reference under
+    another seed): with 45 s, three rounds fit, not a fourth."""
     import grader.problems.check.run as check_module
 
     problem, script = tiny
@@ -541,10 +548,10 @@ def test_rounds_that_would_pass_the_time_budget_are_not_started(
     script[problem.reference] = slow_reference
     script[oracle_source(problem.reference, problem.entry_points)] = reference  # the oracle's run takes no time here
     monkeypatch.setattr(check_module.time, "monotonic", lambda: now[0])
-    harness = Harness(settings, script, make_body, seeds=8, budget_s=35.0)
+    harness = Harness(settings, script, make_body, seeds=8, budget_s=45.0)
     report, _ = harness.check(fresh_problem(problem_yaml, mutate))
     assert report.ok, report.errors
-    assert harness.calls[problem.reference] == 6, "three rounds of two runs"
+    assert harness.calls[problem.reference] == 7, "three rounds of two runs, and the first round's other seed"
     reference_step = step(report, "reference")
     assert reference_step.summary.endswith("(under 3 seeds)")
     assert any("checked under 3 of 8 seeds" in w and "--seeds 8" in w for w in reference_step.warnings)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, computed_field
 from grader.grading.model import ProblemSpec
 from grader.grading.seeds import FIXED_SEED, derive, draws_fresh
 
-STEPS = ("schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances")
+STEPS = ("schema", "reference", "deterministic", "starter", "pitfalls", "alternatives", "tolerances", "impostors")
 
 
 class StepStatus(StrEnum):

@@ -10,6 +10,7 @@ The steps, in order, each reported as soon as it is known:
   alternatives   every alternative (another correct solution) is accepted
   tolerances     an all-zeros answer and the reference's answer with 1% relative noise each fail some
                  test that returns floats; the reference computed in float64 (oracle.py) passes every test
+  impostors      no test is passed by an answer that ignores the question (impostors.py), unless it says why
   custom         (a problem with a custom-input test) on its defaults the reference answers, the same in
                  two sandboxes, and every alternative is accepted
 
@@ -33,9 +34,11 @@ from grader.containers.pool import SandboxPool
 from grader.grading.execution import ModuleRun, NoSandbox, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.model import ProblemSpec, Sandboxes
+from grader.grading.seeds import draws_fresh
 from grader.grading.selection import one_test
 from grader.problems.check.authoring import file_findings, reference_findings
 from grader.problems.check.custom import custom_step
+from grader.problems.check.impostors import identity_source, impostor_step
 from grader.problems.check.locate import Locator
 from grader.problems.check.oracle import oracle_source
 from grader.problems.check.report import (
@@ -241,9 +244,10 @@ class ProblemChecker:
         started = time.monotonic()
         pitfalls = [pitfall.module for pitfall in problem.pitfalls]
         alternatives = [alternative.code for alternative in problem.alternatives]
-        oracle = [oracle_source(problem.reference, problem.entry_points)] if first else []
-        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives, *oracle], seed)
-        oracle_run = runs.pop() if first else None
+        # The first seed's round also runs the float64 oracle and the impostor that returns its input unchanged.
+        extra = [oracle_source(problem.reference, problem.entry_points), identity_source(problem.entry_points)]
+        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives, *(extra if first else [])], seed)
+        oracle_run, identity_run = (runs.pop(-2), runs.pop()) if first else (None, None)
         seconds = round(time.monotonic() - started, 3)
         self.outputs[seed] = (ours, runs[1:])
         reference_values = [ours.value(index) for index in range(len(problem.tests))]
@@ -258,6 +262,8 @@ class ProblemChecker:
         steps.append(alternatives_step(problem, verdicts[1 + len(pitfalls) :], locate, seconds))
         if first:
             steps.append(tolerance_step(problem, reference_values, locate, oracle_run))
+            other = self._run_all(problem, [problem.reference], (seed or 0) + 1)[0] if draws_fresh(problem) else None
+            steps.append(impostor_step(problem, reference_values, identity_run, other, locate))
         return steps
 
     def _run_all(
