@@ -23,6 +23,7 @@ from grader.containers.protocol import Bench, BenchJob, BenchSize, Job, JobTest,
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
+from grader.grading.source_rules import violations
 from sandbox.runner.messages import memory_switches
 
 log = logging.getLogger(__name__)
@@ -146,9 +147,11 @@ class Sticky:
             self.container = None
 
 
-def build_job(problem: ProblemSpec, source: str, sandbox: SandboxSettings, seed: int | None = None) -> Job:
+def build_job(
+    problem: ProblemSpec, source: str, sandbox: SandboxSettings, seed: int | None = None, rules: bool = True
+) -> Job:
     """The job for one module: every test with its seed (grading/seeds.py) under the submission's seed, and
-    its limits."""
+    its limits; rules: the names the problem forbids, for the child to replace."""
     seeds = per_test_seeds(problem, seed)
     return Job(
         source=source,
@@ -165,6 +168,7 @@ def build_job(problem: ProblemSpec, source: str, sandbox: SandboxSettings, seed:
         load_time_s=sandbox.load_time_s,
         helpers=getattr(problem, "helpers", ""),
         skip_after_timeout=getattr(problem, "after_timeout", "skip") != "run",
+        forbid=tuple(getattr(problem, "forbid", ())) if rules else (),
     )
 
 
@@ -188,11 +192,20 @@ def run_module(
     sandbox: SandboxSettings,
     on_tests: OnTests | None = None,
     seed: int | None = None,
+    rules: bool = True,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
     can be had. on_tests hears the tests as they land (those that came together at once), with the number
-    of the container they ran in (0; 1 when the first was lost: a second container starts the tests again)."""
-    job = build_job(problem, source, sandbox, seed)
+    of the container they ran in (0; 1 when the first was lost: a second container starts the tests again).
+    rules: the problem's forbid/require hold for it (a submission's, never the reference's): a source that breaks
+    one is refused here, before any sandbox, and the forbidden names are replaced in its process."""
+    if rules:
+        broken = violations(source, getattr(problem, "forbid", ()), getattr(problem, "require", ()))
+        if broken:
+            message = "; ".join(violation.message for violation in broken)[:2000]
+            line = broken[0].line if broken[0].line is not None and 0 < broken[0].line <= 1_000_000 else None
+            return ModuleRun(load=LoadHeader(status=Outcome.COMPILE_ERROR, message=message, line=line))
+    job = build_job(problem, source, sandbox, seed, rules=rules)
     lost: list[SandboxLost] = []
     tests: dict[int, TestRun] = {}
     for container_no in range(CONTAINERS_PER_MODULE):

@@ -44,6 +44,14 @@ class Selection:
         return self.problem.helpers
 
     @property
+    def forbid(self) -> Sequence[str]:
+        return getattr(self.problem, "forbid", ())
+
+    @property
+    def require(self) -> Sequence[str]:
+        return getattr(self.problem, "require", ())
+
+    @property
     def limits(self) -> LimitsSpec:
         return self.problem.limits
 

@@ -97,6 +97,14 @@ class LoadedProblem:
         return self.problem.helpers
 
     @property
+    def forbid(self) -> list[str]:
+        return self.problem.forbid
+
+    @property
+    def require(self) -> list[str]:
+        return self.problem.require
+
+    @property
     def after_timeout(self) -> str:
         return self.problem.after_timeout
 

@@ -183,6 +183,30 @@ class Problem(Strict):
         description="skip: once a test runs out of time, the submission's later tests are not run (each `skipped`, "
         "counted as failed), so a solution that loops costs one time limit, not one per test; run: every test runs",
     )
+    forbid: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="dotted names a submission may not use (torch.nn.functional.scaled_dot_product_attention): "
+        "refused in its source under any alias (compile_error, with the line), and replaced in its process by a "
+        "function that fails the test that calls it, however it was reached",
+    )
+    require: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="dotted names a submission must use (under any alias); a source that never does is refused",
+    )
+
+    @field_validator("forbid", "require")
+    @classmethod
+    def _dotted_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            parts = name.split(".")
+            if len(name) > 200 or len(parts) < 2 or not all(part.isidentifier() for part in parts):
+                raise ValueError(
+                    f"{name[:80]!r} is not a dotted name of a module's attribute (torch.nn.functional.relu)"
+                )
+        return names
+
     helpers: str = Field(
         "",
         description="Python run in each test's namespace (reference, submission, pitfalls, alternatives) before the "

@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import confine, protocol, torchstate, values
+from . import confine, forbid, protocol, torchstate, values
 from .messages import ChildJob, Report, TestCommand
 from .protocol import Outcome
 from .testcode import compile_test, test_filename
@@ -321,6 +321,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         confinement.apply(job.memory_mb, job.cpu_s, job.protect, job.cpu)
     except (OSError, ValueError):
         os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
+    forbid.apply(job.forbid)  # before the module loads: it never holds a forbidden function
     if job.bench is not None:
         from .execute_bench import bench_main  # a benchmark's child (it builds on this module)
 

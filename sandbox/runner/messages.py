@@ -103,6 +103,8 @@ class Job:
     helpers: str = ""  # the problem's helpers, run in each test's namespace before its code
     # A test that runs out of time ends the job, the tests after it reported skipped (not run).
     skip_after_timeout: bool = False
+    # Dotted names the module may not use: each replaced in its child by a function that fails (forbid.py).
+    forbid: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _text(self.source, "source")
@@ -119,6 +121,7 @@ class Job:
         _number(self.max_result_bytes, MIN_RESULT_BYTES, MAX_RESULT_BYTES, "max_result_bytes", integer=True)
         if type(self.skip_after_timeout) is not bool:
             raise FrameError("malformed job: skip_after_timeout")
+        object.__setattr__(self, "forbid", _names(self.forbid))
 
     def payload(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
@@ -157,7 +160,21 @@ class Job:
             cpu_s=cpu_s,
             max_result_bytes=self.max_result_bytes,
             helpers=self.helpers,
+            forbid=self.forbid,
         )
+
+
+MAX_FORBIDDEN = 32
+
+
+def _names(names: Any) -> tuple[str, ...]:
+    """Dotted names (a problem's forbid), checked: at most MAX_FORBIDDEN, each identifiers joined by dots."""
+    if not isinstance(names, (list, tuple)) or len(names) > MAX_FORBIDDEN:
+        raise FrameError("malformed job: forbid")
+    for name in names:
+        if type(name) is not str or len(name) > 200 or not all(part.isidentifier() for part in name.split(".")):
+            raise FrameError("malformed job: forbid")
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,7 @@ class ChildJob:
     bench: Any = None
     cpu: int = -1
     protect: tuple[int, ...] = ()
+    forbid: tuple[str, ...] = ()  # Job.forbid
 
     def payload(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
@@ -193,6 +211,7 @@ class ChildJob:
         if type(job.protect) is not list or not all(type(pid) is int and 0 < pid < 2**22 for pid in job.protect):
             raise FrameError("malformed child job: protect")
         object.__setattr__(job, "protect", tuple(job.protect))
+        object.__setattr__(job, "forbid", _names(job.forbid))
         _number(job.cpu, -1, 4095, "cpu", integer=True)
         _text(job.source, "source")
         _text(job.helpers, "helpers")

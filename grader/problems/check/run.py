@@ -62,6 +62,7 @@ from grader.problems.check.tolerances import tolerance_step
 from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
 
 log = logging.getLogger(__name__)
+ONE, BOTH = frozenset({0}), frozenset({0, 1})  # trusted positions: the reference's runs
 
 LANES = 2  # modules run at once: the reference's two runs land in two different containers
 
@@ -223,7 +224,7 @@ class ProblemChecker:
         assert custom is not None
         selection = one_test(problem, custom.case(custom.values({}, where="defaults")), "custom")
         started = time.monotonic()
-        first, second = self._run_all(selection, [problem.reference, problem.reference], None, apart=True)
+        first, second = self._run_all(selection, [problem.reference] * 2, None, apart=True, trusted=BOTH)
         alternatives = self._run_all(selection, [a.code for a in problem.alternatives], None)
         return custom_step(selection, first, second, alternatives, locate, round(time.monotonic() - started, 3))
 
@@ -231,7 +232,7 @@ class ProblemChecker:
         """The steps after the schema, under one seed; stops after a reference that is not accepted. The
         tolerance step is judged once, on the first seed's outputs."""
         started = time.monotonic()
-        ours, again = self._run_all(problem, [problem.reference, problem.reference], seed, apart=True)
+        ours, again = self._run_all(problem, [problem.reference] * 2, seed, apart=True, trusted=BOTH)
         seconds = round(time.monotonic() - started, 3)
         reference = reference_step(problem, ours, locate, seconds)
         if reference.status != StepStatus.FAILED:
@@ -246,7 +247,9 @@ class ProblemChecker:
         alternatives = [alternative.code for alternative in problem.alternatives]
         # The first seed's round also runs the float64 oracle and the impostor that returns its input unchanged.
         extra = [oracle_source(problem.reference, problem.entry_points), identity_source(problem.entry_points)]
-        runs = self._run_all(problem, [problem.starter_code, *pitfalls, *alternatives, *(extra if first else [])], seed)
+        sources = [problem.starter_code, *pitfalls, *alternatives, *(extra if first else [])]
+        oracle_at = frozenset({len(sources) - 2} if first else set())
+        runs = self._run_all(problem, sources, seed, trusted=oracle_at)
         oracle_run, identity_run = (runs.pop(-2), runs.pop()) if first else (None, None)
         seconds = round(time.monotonic() - started, 3)
         self.outputs[seed] = (ours, runs[1:])
@@ -262,15 +265,27 @@ class ProblemChecker:
         steps.append(alternatives_step(problem, verdicts[1 + len(pitfalls) :], locate, seconds))
         if first:
             steps.append(tolerance_step(problem, reference_values, locate, oracle_run))
-            other = self._run_all(problem, [problem.reference], (seed or 0) + 1)[0] if draws_fresh(problem) else None
+            other = (
+                self._run_all(problem, [problem.reference], (seed or 0) + 1, trusted=ONE)[0]
+                if draws_fresh(problem)
+                else None
+            )
             steps.append(impostor_step(problem, reference_values, identity_run, other, locate))
         return steps
 
     def _run_all(
-        self, problem: ProblemSpec, sources: list[str], seed: int | None, *, apart: bool = False
+        self,
+        problem: ProblemSpec,
+        sources: list[str],
+        seed: int | None,
+        *,
+        apart: bool = False,
+        trusted: frozenset[int] = frozenset(),
     ) -> list[ModuleRun]:
         """Runs modules LANES at a time, in the check's sandboxes; every one is run before a failure is
-        raised. `apart`: each module in a container of its own (the two runs of the determinism step)."""
+        raised. `apart`: each module in a container of its own (the two runs of the determinism step).
+        `trusted`: the positions of the problem's own code (the reference, its oracle), which the problem's
+        forbid and require do not hold for; they hold for every other module, as for a submission."""
         sandboxes = self.sandboxes()
         held: list[_Held] = []
         if apart:
@@ -282,7 +297,8 @@ class ProblemChecker:
                 raise SandboxUnavailable(f"cannot start a sandbox: {exc}") from exc
 
         def run(index: int, source: str) -> ModuleRun:
-            return run_module(held[index] if held else sandboxes, problem, source, self.sandbox, seed=seed)
+            where = held[index] if held else sandboxes
+            return run_module(where, problem, source, self.sandbox, seed=seed, rules=index not in trusted)
 
         futures = [self._executor.submit(run, index, source) for index, source in enumerate(sources)]
         runs: list[ModuleRun] = []
