@@ -18,7 +18,8 @@ RULE = "torch.nn.functional.scaled_dot_product_attention"
         ("from torch.nn import functional as G\nx = 1\ny = G.scaled_dot_product_attention\n", 3),
         ("from torch.nn.functional import scaled_dot_product_attention as attend\n", 1),
         (
-            "def f(q, k, v):\n    import torch.nn.functional as F\n    return F.scaled_dot_product_attention(q, k, v).sum()\n",
+            "def f(q, k, v):\n    import torch.nn.functional as F\n"
+            "    return F.scaled_dot_product_attention(q, k, v).sum()\n",
             3,
         ),
         ("import torch.nn.functional\n", None),  # the module itself is not the function
