@@ -316,8 +316,9 @@ def test_a_pitfall_that_fails_with_an_error_first_is_a_warning(settings, tiny, p
     pitfalls = step(report, "pitfalls")
     assert pitfalls.status == StepStatus.OK
     assert "first: test 1 'first', error" in pitfalls.details[0]
-    assert "first fails test 1 with error" in pitfalls.warnings[0]
-    assert pitfalls.warnings[1] == (
+    warnings = [w for w in pitfalls.warnings if "visible tests only" not in w]  # the tiny problem's: its own test
+    assert "first fails test 1 with error" in warnings[0]
+    assert warnings[1] == (
         "a submission that makes pitfall 'identity' gets no hint: its verdict is runtime_error, and hints come "
         "with wrong answers only (it must answer every test, wrongly on some, to get its hint)"
     )
@@ -342,6 +343,21 @@ def test_a_pitfall_the_distance_cannot_tell_from_the_reference_gets_no_hint_and_
     assert "no closer to its own than to the reference's (0 against 0)" in warning
 
 
+def test_a_pitfall_only_visible_tests_catch_is_named(settings, tiny, problem_yaml, make_body) -> None:
+    """The tiny problem's pitfall fails its visible test only (the hidden one doubles zeros)."""
+    problem, script = tiny
+    report, _ = Harness(settings, script, make_body).check(problem_yaml)
+    assert any(
+        w.startswith("pitfall 'identity' fails visible tests only (1): no hidden test catches it")
+        for w in step(report, "pitfalls").warnings
+    )
+    hidden_catches = problem_yaml.replace("double(torch.zeros(2))", "double(torch.ones(2))")
+    script[problem.reference] = lambda n: [{"out": f32(2, 2, 2)}, {"out": f32(2, 2)}]
+    script[problem.pitfalls[0].code] = lambda n: [{"out": f32(1, 1, 1)}, {"out": f32(1, 1)}]
+    report, _ = Harness(settings, script, make_body).check(hidden_catches)
+    assert not any("visible tests only" in w for w in step(report, "pitfalls").warnings)
+
+
 def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_yaml, make_body) -> None:
     text = (
         problem_yaml + "  - name: also identity\n    hint: Again.\n    code: |\n      def double(x):\n"
@@ -357,7 +373,9 @@ def test_a_pitfall_whose_hint_is_shadowed_by_an_earlier_one(settings, problem_ya
     report, _ = Harness(Settings(max_grading_starts=1), script, make_body).check(text)
     pitfalls = step(report, "pitfalls")
     assert pitfalls.status == StepStatus.OK
-    assert pitfalls.warnings == ["a submission that makes pitfall 'also identity' gets the hint of 'identity' instead"]
+    assert [w for w in pitfalls.warnings if "visible tests only" not in w] == [
+        "a submission that makes pitfall 'also identity' gets the hint of 'identity' instead"
+    ]
 
 
 def test_a_pitfall_that_does_not_load_is_an_error(settings, tiny, problem_yaml, make_body) -> None:
