@@ -183,6 +183,14 @@ def starter_step(run: ModuleRun, verdict: Verdict, locate: Locator, seconds: flo
     return step
 
 
+def _visible_only(step: CheckStep, problem: ProblemSpec, name: str, failing: list) -> None:
+    if all(problem.tests[test.index].visible for test in failing):
+        step.warnings.append(
+            f"pitfall {name!r} fails visible tests only ({numbers([t.index for t in failing])}): no hidden test "
+            "catches it on its own, so a solution fitted to what the learner sees can make it"
+        )
+
+
 def pitfalls_step(
     problem: ProblemSpec,
     expected: Expected,
@@ -222,11 +230,7 @@ def pitfalls_step(
             f"{pitfall.name}: fails {len(failing)} of {count} tests ({numbers([t.index for t in failing])}); "
             f"first: test {first.index + 1} {first.name!r}, {KIND[first.status]}"
         )
-        if all(problem.tests[test.index].visible for test in failing):
-            step.warnings.append(
-                f"pitfall {pitfall.name!r} fails visible tests only ({numbers([t.index for t in failing])}): no "
-                "hidden test catches it on its own, so a solution fitted to what the learner sees can make it"
-            )
+        _visible_only(step, problem, pitfall.name, failing)
         if first.status != TestStatus.FAILED:
             step.warnings.append(
                 f"pitfall {pitfall.name!r} first fails test {first.index + 1} with {KIND[first.status]} "
