@@ -236,14 +236,8 @@ def pitfalls_step(
                 f"pitfall {pitfall.name!r} first fails test {first.index + 1} with {KIND[first.status]} "
                 f"({first.message}); a test it answers wrongly first gives a clearer report"
             )
-        shown = matching_pitfall(
-            problem,
-            expected.reference,
-            expected.pitfalls,
-            run,
-            verdict.tests,
-            lambda i, a, b: compare(problem, i, a, b),
-        )
+        rule = lambda i, a, b: compare(problem, i, a, b)  # noqa: E731
+        shown = matching_pitfall(problem, expected.reference, expected.pitfalls, run, verdict.tests, rule)
         if verdict.status != Status.WRONG_ANSWER:
             step.warnings.append(
                 f"a submission that makes pitfall {pitfall.name!r} gets no hint: its verdict is "
@@ -251,15 +245,7 @@ def pitfalls_step(
                 "wrongly on some, to get its hint)"
             )
         elif shown is None:
-            reason = why_no_hint(
-                problem,
-                expected.reference,
-                expected.pitfalls,
-                run,
-                verdict.tests,
-                lambda i, a, b: compare(problem, i, a, b),
-                index,
-            )
+            reason = why_no_hint(problem, expected.reference, expected.pitfalls, run, verdict.tests, rule, index)
             step.warnings.append(f"a submission that makes pitfall {pitfall.name!r} gets no hint: {reason}")
         elif shown != index:
             step.warnings.append(
