@@ -75,6 +75,13 @@ def _within(name: str, rule: str) -> bool:
     return name == rule or name.startswith(rule + ".")
 
 
+def _spellings(rule: str) -> tuple[str, ...]:
+    """A forbidden function and the other names torch gives the same operator (torch.ops.aten's, with its
+    overloads, and the C modules behind torch.nn.functional and torch)."""
+    last = rule.rpartition(".")[2]
+    return (rule, f"torch.ops.aten.{last}", f"torch._C._nn.{last}", f"torch._C._VariableFunctions.{last}")
+
+
 def violations(source: str, forbid: Sequence[str], require: Sequence[str]) -> list[Violation]:
     """The rules a source breaks, the first use of each forbidden name first; none where it does not parse."""
     if not forbid and not require:
@@ -87,7 +94,8 @@ def violations(source: str, forbid: Sequence[str], require: Sequence[str]) -> li
     uses = sorted(_uses(tree, aliases), key=lambda use: use[1])
     out = []
     for rule in forbid:
-        line = next((line for name, line in uses if _within(name, rule)), None)
+        spellings = _spellings(rule)
+        line = next((line for name, line in uses if any(_within(name, each) for each in spellings)), None)
         if line is not None:
             out.append(Violation(f"line {line}: uses {rule}, which this problem forbids (forbid:)", line))
     for rule in require:

@@ -205,6 +205,13 @@ class Problem(Strict):
                 raise ValueError(
                     f"{name[:80]!r} is not a dotted name of a module's attribute (torch.nn.functional.relu)"
                 )
+            # A function of torch's modules only: never a class or a class's method (torch.Tensor.detach), nor
+            # NumPy's or Python's (the judge's own code in the sandbox seeds, encodes and compares with those).
+            if parts[0] != "torch" or any(part[:1].isupper() for part in parts):
+                raise ValueError(
+                    f"{name[:80]!r}: only a function of a torch module can be named (torch.nn.functional.layer_norm), "
+                    "not a class, a method or another library's"
+                )
         return names
 
     helpers: str = Field(

@@ -4,8 +4,11 @@ The trusted side refuses a source that names one (grader/grading/source_rules.py
 without naming it (`getattr(F, "scaled_dot" + "_product_attention")`, another module that holds the same
 function) meets the replacement here: every attribute of every module loaded so far that holds the forbidden
 object is pointed at a function that raises Forbidden, which fails the test that calls it with the rule's name.
-Torch's own code that calls the name through those attributes fails the same way, as the rule means. What is
-left is what no Python attribute holds (a compiled path that calls the kernel without looking the name up).
+Torch's own code that calls the name through those attributes fails the same way, as the rule means, and so
+does torch.ops.aten's operator of the same name. The runner's own modules keep theirs, and a class or a class's
+method is never replaced (the problem file may not name one: grader/problems/schema.py). What is left is what no
+Python attribute holds as the same object: another operator that computes the same (a backend's own variant),
+or the original found through the garbage collector.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import importlib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
+
+OWN = __name__.rpartition(".")[0]  # the runner's package: "runner" in the image, "sandbox.runner" on a host
 
 
 class Forbidden(Exception):
@@ -54,13 +59,21 @@ def apply(names: Iterable[str]) -> list[str]:
         if original is None:
             missing.append(name)
             continue
-        replacement = _refusal(name)
         owner, _, attribute = name.rpartition(".")
-        try:  # where it was named (a class's method too: torch.Tensor.softmax)
-            setattr(_resolve(owner), attribute, replacement)
-        except Exception:  # noqa: BLE001 - an owner that refuses a new attribute: the modules below, then
+        if isinstance(original, type) or isinstance(_resolve(owner), type):
+            missing.append(name)  # a class, or a class's method: never replaced (the judge's own code uses them)
+            continue
+        replacement = _refusal(name)
+        try:  # torch.ops.aten's operator of the same name, which no module attribute holds
+            import torch
+
+            if hasattr(torch.ops.aten, attribute):
+                setattr(torch.ops.aten, attribute, replacement)
+        except Exception:  # noqa: BLE001 - no such operator namespace in this torch
             pass
-        for module in list(sys.modules.values()):
+        for module_name, module in list(sys.modules.items()):
+            if module_name == OWN or module_name.startswith(OWN + "."):
+                continue  # the judge's own code keeps what it calls
             try:
                 held = [key for key, value in vars(module).items() if value is original]
                 for key in held:

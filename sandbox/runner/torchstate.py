@@ -10,6 +10,7 @@ reference or a test that leaks them.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -100,25 +101,54 @@ class LearnerSettings:
 
     A module that sets `torch.set_default_dtype(torch.float64)` at import and relies on it in its arithmetic must
     find it in every call into its code, while the test around the call makes its inputs under the judge's settings
-    (`judge`, put back before each test). Its code is every frame compiled from its source (`filename`), found by a
-    profile function while a test runs: at the way in from the test's side the import's settings are put in force,
-    at the way out the judge's are put back; a generator's resumption and yield count as ways in and out. What a
-    call changes lasts until it returns to the test: every call starts from the import's settings. Entry points that
-    are not the module's own functions (a builtin it names, a functools.partial) are wrapped to do the same.
-    Installed only where the import changed a setting: other submissions run without a profile function."""
+    (`judge`, put back before each test). Whose code runs is decided frame by frame by a profile function while a
+    test runs: a frame compiled from the submission's source (`filename`) is the submission's, one of the test's or
+    the helpers' code (`judge_files`) the judge's, any other (torch's own) belongs to the nearest such frame below
+    it. At each change of owner the settings change: into the submission's code, the import's settings (what the
+    test's side had is kept, and put back on the way out: a test's own `torch.no_grad()` block holds across a
+    call); back out, or into a function the test handed it, the test's side's. What a call changes lasts until it
+    returns: every call starts from the import's settings. Entry points are wrapped too: a builtin the module names
+    runs under its settings, and after every call the profile function is put back should it be gone (CPython
+    drops one that a RecursionError reached) with the test's side's settings. Installed only where the import
+    changed a setting: other submissions run without a profile function."""
 
-    def __init__(self, judge: dict[str, Any], learner: dict[str, Any], filename: str) -> None:
-        self.judge, self.filename, self.depth = judge, filename, 0
+    def __init__(
+        self,
+        judge: dict[str, Any],
+        learner: dict[str, Any],
+        filename: str,
+        judge_files: tuple[str, ...] = ("<test ", "<helpers>"),
+    ) -> None:
+        self.judge, self.filename, self.judge_files = judge, filename, judge_files
         self.learner = {
             name: value for name, value in learner.items() if name not in JUDGE_ONLY and value != judge.get(name)
         }
+        self.mine = "judge"  # whose settings are in force
+        self.saved: dict[str, Any] | None = None  # the test's side's, while the submission's code runs
 
     def __bool__(self) -> bool:
         return bool(self.learner)
 
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth == 1:
+    def _owner(self, frame: Any) -> str | None:
+        name = frame.f_code.co_filename
+        if name == self.filename:
+            return "learner"
+        return "judge" if name.startswith(self.judge_files) else None
+
+    def _owner_below(self, frame: Any) -> str:
+        while frame is not None:
+            who = self._owner(frame)
+            if who is not None:
+                return who
+            frame = frame.f_back
+        return "judge"
+
+    def _switch(self, who: str) -> None:
+        if who == self.mine:
+            return
+        self.mine = who
+        if who == "learner":
+            self.saved = snapshot()
             for name, value in self.learner.items():
                 read, write = SETTINGS[name]
                 try:
@@ -126,47 +156,56 @@ class LearnerSettings:
                         write(value)
                 except BaseException:  # noqa: BLE001 - a setter the submission broke: its call finds it as it is
                     pass
-
-    def leave(self) -> None:
-        self.depth = max(0, self.depth - 1)
-        if self.depth == 0:
-            restore(self.judge)
+        else:
+            restore(self.saved if self.saved is not None else self.judge)
+            self.saved = None
 
     def _profile(self, frame: Any, event: str, _: Any) -> None:
-        if event == "call" or event == "return":
-            try:
-                if frame.f_code.co_filename == self.filename:
-                    self.enter() if event == "call" else self.leave()
-            except BaseException:  # noqa: BLE001 - a setter the submission broke: the test finds the setting as it is
-                pass
+        if event != "call" and event != "return":
+            return
+        try:
+            who = self._owner(frame)
+            if who is None:
+                return
+            self._switch(who if event == "call" else self._owner_below(frame.f_back))
+        except BaseException:  # noqa: BLE001 - a setter the submission broke: the test finds the setting as it is
+            pass
 
     def begin(self) -> None:
         """Before a test's code runs (the judge's settings put back): the submission's calls are watched."""
-        self.depth = 0
+        self.mine, self.saved = "judge", None
         sys.setprofile(self._profile)
 
     def end(self) -> None:
         """After it: nothing is watched."""
         sys.setprofile(None)
-        self.depth = 0
+        self.mine, self.saved = "judge", None
 
     def wrapped(self, entry_point: Any) -> Any:
-        """An entry point that is not one of the module's own functions (or classes), called under its settings."""
+        """An entry point (not a class: a class's methods are its own frames) called under the module's settings,
+        and the profile function checked after it."""
+        if not self or isinstance(entry_point, type):
+            return entry_point
         try:
-            own = isinstance(entry_point, type) or entry_point.__code__.co_filename == self.filename
+            own = entry_point.__code__.co_filename == self.filename
         except BaseException:  # noqa: BLE001 - no code of its own (a builtin), or a hostile attribute
             own = False
-        if own or not self:
-            return entry_point
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self.enter()
+            if not own:
+                self._switch("learner")
             try:
                 return entry_point(*args, **kwargs)
             finally:
                 try:
-                    self.leave()
+                    if sys.getprofile() is not self._profile:  # dropped: by a RecursionError, or by the module
+                        sys.setprofile(self._profile)
+                    self._switch(self._owner_below(sys._getframe(1)))
                 except BaseException:  # noqa: BLE001 - as in _profile
                     pass
 
+        try:
+            functools.update_wrapper(call, entry_point)
+        except BaseException:  # noqa: BLE001 - an object whose attributes cannot be read: the bare wrapper
+            pass
         return call

@@ -135,6 +135,9 @@ class Finding:
     note: str | None = None  # why the test says nothing of precision
 
 
+CHUNK = 1 << 18  # elements measured at a time: a result's float64 copies never exceed a few MB at once
+
+
 def narrowed(reference: Any, oracle: Any, finding: Finding) -> Any:
     """The reference's value with each float in it replaced by the oracle's, in the reference's dtype; the errors
     measured on the way. Unlike where the two do not match up."""
@@ -145,14 +148,11 @@ def narrowed(reference: Any, oracle: Any, finding: Finding) -> Any:
             return reference
         if oracle.dtype not in FLOAT_DTYPES or oracle.dtype.startswith("complex"):
             raise Unlike(f"{oracle.dtype} where the reference gives {reference.dtype}")
-        exact = oracle.array.astype(np.float64)
-        _measure(reference.array.astype(np.float64), exact, finding)
-        with np.errstate(all="ignore"):
-            return Tensor(reference.dtype, exact.astype(reference.array.dtype))
+        return Tensor(reference.dtype, _measured(reference.array, oracle.array, finding))
     if isinstance(reference, float):
         if type(oracle) is not float:
             raise Unlike("another type")
-        _measure(np.array([reference]), np.array([oracle]), finding)
+        _measured(np.array([reference]), np.array([oracle]), finding)
         return oracle
     if isinstance(reference, (list, tuple)):
         if type(oracle) is not type(reference) or len(oracle) != len(reference):
@@ -166,22 +166,45 @@ def narrowed(reference: Any, oracle: Any, finding: Finding) -> Any:
     return reference
 
 
-def _measure(got: np.ndarray, exact: np.ndarray, finding: Finding) -> None:
-    both = np.isfinite(got) & np.isfinite(exact)
-    same_places = np.array_equal(np.isfinite(got), np.isfinite(exact))
-    if not same_places or not np.array_equal(got[~both], exact[~both], equal_nan=True):
-        raise Unlike("other infinities or NaNs")
-    if not both.any():
-        return
-    got, exact = got[both], exact[both]
-    error = np.abs(got - exact)
-    scale = float(np.max(np.abs(exact)))
-    if scale > 0 and float(np.max(error)) > DIFFERENT * scale:
-        raise Unlike(f"off by {float(np.max(error)) / scale:.1e} of its scale: not a rounding")
-    finding.error_abs = max(finding.error_abs, float(np.max(error)))
-    large = np.abs(exact) > 1e-3 * scale
-    if large.any():
-        finding.error_rel = max(finding.error_rel, float(np.max(error[large] / np.abs(exact[large]))))
+def _chunks(got: np.ndarray, exact: np.ndarray):  # type: ignore[no-untyped-def]
+    flat_got, flat_exact = got.reshape(-1), exact.reshape(-1)
+    for start in range(0, flat_got.size, CHUNK):
+        yield (
+            start,
+            flat_got[start : start + CHUNK].astype(np.float64),
+            flat_exact[start : start + CHUNK].astype(np.float64),
+        )
+
+
+def _measured(got: np.ndarray, exact: np.ndarray, finding: Finding) -> np.ndarray:
+    """The oracle's values in the reference's dtype, measured a chunk at a time: where the two are finite, the
+    largest error (absolute, and relative where the value is not tiny beside the largest); elsewhere they must be
+    the same infinities or NaNs. Unlike where they are far apart (not a rounding)."""
+    scale = 0.0
+    for _, g, e in _chunks(got, exact):
+        if not np.array_equal(np.isfinite(g), np.isfinite(e)) or not np.array_equal(
+            g[~np.isfinite(g)], e[~np.isfinite(e)], equal_nan=True
+        ):
+            raise Unlike("other infinities or NaNs")
+        finite = e[np.isfinite(e)]
+        if finite.size:
+            scale = max(scale, float(np.max(np.abs(finite))))
+    out = np.empty(got.size, dtype=got.dtype)
+    for start, g, e in _chunks(got, exact):
+        with np.errstate(all="ignore"):
+            out[start : start + g.size] = e.astype(got.dtype)
+        both = np.isfinite(g)
+        if not both.any():
+            continue
+        error = np.abs(g[both] - e[both])
+        worst = float(np.max(error))
+        if scale > 0 and worst > DIFFERENT * scale:
+            raise Unlike(f"off by {worst / scale:.1e} of its scale: not a rounding")
+        finding.error_abs = max(finding.error_abs, worst)
+        large = np.abs(e[both]) > 1e-3 * scale
+        if large.any():
+            finding.error_rel = max(finding.error_rel, float(np.max(error[large] / np.abs(e[both][large]))))
+    return out.reshape(got.shape)
 
 
 def findings(problem: ProblemSpec, reference: list[Any], oracle: ModuleRun, float_tests: list[int]) -> list[Finding]:
