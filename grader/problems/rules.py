@@ -46,3 +46,19 @@ def compiled_body(code: str) -> str:
     except SyntaxError as exc:
         raise ValueError(f"test code does not compile: line {(exc.lineno or 2) - 1}: {exc.msg}") from exc
     return code
+
+
+def forbiddable(names: list[str]) -> list[str]:
+    """A problem's forbid/require names: dotted names of a function of a torch module. Never a class or a class's
+    method (torch.Tensor.detach), nor NumPy's or Python's: the judge's own code in the sandbox seeds, encodes and
+    compares with those, and a rule on them would refuse a correct solution."""
+    for name in names:
+        parts = name.split(".")
+        if len(name) > 200 or len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            raise ValueError(f"{name[:80]!r} is not a dotted name of a module's attribute (torch.nn.functional.relu)")
+        if parts[0] != "torch" or any(part[:1].isupper() for part in parts):
+            raise ValueError(
+                f"{name[:80]!r}: only a function of a torch module can be named (torch.nn.functional.layer_norm), "
+                "not a class, a method or another library's"
+            )
+    return names

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from grader.grading import checkers
 from grader.problems.custom_test import CustomTest, clashes
-from grader.problems.rules import NestedError, compiled_body, known_checker, parsed_check
+from grader.problems.rules import NestedError, compiled_body, forbiddable, known_checker, parsed_check
 from grader.problems.speed import Speed
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -199,20 +199,7 @@ class Problem(Strict):
     @field_validator("forbid", "require")
     @classmethod
     def _dotted_names(cls, names: list[str]) -> list[str]:
-        for name in names:
-            parts = name.split(".")
-            if len(name) > 200 or len(parts) < 2 or not all(part.isidentifier() for part in parts):
-                raise ValueError(
-                    f"{name[:80]!r} is not a dotted name of a module's attribute (torch.nn.functional.relu)"
-                )
-            # A function of torch's modules only: never a class or a class's method (torch.Tensor.detach), nor
-            # NumPy's or Python's (the judge's own code in the sandbox seeds, encodes and compares with those).
-            if parts[0] != "torch" or any(part[:1].isupper() for part in parts):
-                raise ValueError(
-                    f"{name[:80]!r}: only a function of a torch module can be named (torch.nn.functional.layer_norm), "
-                    "not a class, a method or another library's"
-                )
-        return names
+        return forbiddable(names)
 
     helpers: str = Field(
         "",
