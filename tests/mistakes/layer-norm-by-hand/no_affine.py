@@ -1,0 +1,7 @@
+# pitfall: the scale and the shift left out
+import torch
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+    return (x - mean) * torch.rsqrt(var + eps)
