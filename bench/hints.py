@@ -51,8 +51,10 @@ def main() -> int:
                     parse_problem((REPO_ROOT / "problems" / f"{folder.name}.yaml").read_text(), "p")
                 )
                 count = len(problem.tests)
-                reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
-                pitfalls = [run_module(sandboxes, problem, p.code, checker.sandbox) for p in problem.pitfalls]
+                reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
+                pitfalls = [
+                    run_module(sandboxes, problem, p.code, checker.sandbox, rules=True) for p in problem.pitfalls
+                ]
                 values = [[r.value(i) for i in range(count)] for r in pitfalls]
                 expected = Expected.of_values([reference.value(i) for i in range(count)], values)
                 names = [p.name for p in problem.pitfalls]
@@ -62,7 +64,7 @@ def main() -> int:
 
                 for path in sorted(folder.glob("*.py")):
                     wanted = path.read_text().splitlines()[0].removeprefix("# pitfall: ")
-                    run = run_module(sandboxes, problem, path.read_text(), checker.sandbox)
+                    run = run_module(sandboxes, problem, path.read_text(), checker.sandbox, rules=True)
                     verdict = judge_module(problem, expected, run)
                     old = old_rule(values, run, verdict.tests, rule) if verdict.status == Status.WRONG_ANSWER else None
                     new = matching_pitfall(problem, expected.reference, values, run, verdict.tests, rule)

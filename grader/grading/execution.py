@@ -192,7 +192,8 @@ def run_module(
     sandbox: SandboxSettings,
     on_tests: OnTests | None = None,
     seed: int | None = None,
-    rules: bool = True,
+    *,
+    rules: bool,
 ) -> ModuleRun:
     """Runs one module's tests; never raises for anything the module does. NoSandbox when no container
     can be had. on_tests hears the tests as they land (those that came together at once), with the number

@@ -86,7 +86,7 @@ class Grader:
                         log.exception("publishing a test's progress failed")
 
         try:
-            run = run_module(self.sandboxes, problem, source, self.sandbox, landed, seed=seed)
+            run = run_module(self.sandboxes, problem, source, self.sandbox, landed, seed=seed, rules=True)
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
         verdict = judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)

@@ -260,7 +260,7 @@ class Runs:
         return self._judged(problem, plan, expected, submission, "visible")
 
     def _custom(self, problem: LoadedProblem, plan: Selection, source: str) -> RunPublic:
-        reference_future = self._side.submit(self._module, self._references, plan, problem.reference)
+        reference_future = self._side.submit(self._module, self._references, plan, problem.reference, False)
         submission = self._module(self._pool, plan, source)
         reference = reference_future.result()
         failed = _reference_failure(reference)
@@ -280,9 +280,10 @@ class Runs:
         except (NoSandbox, SandboxLost) as exc:
             raise Refused(503, f"no sandbox for the reference now: {exc}", headers=RETRY) from None
 
-    def _module(self, sandboxes: Sandboxes, plan: Selection, source: str) -> ModuleRun:
+    def _module(self, sandboxes: Sandboxes, plan: Selection, source: str, rules: bool = True) -> ModuleRun:
+        """A module's run; rules: False for the reference (the problem's own code is not held to its forbid)."""
         try:
-            return run_module(sandboxes, plan, source, self.sandbox)
+            return run_module(sandboxes, plan, source, self.sandbox, rules=rules)
         except NoSandbox as exc:
             raise Refused(503, f"no sandbox to run in now: {exc}", headers=RETRY) from None
 

@@ -14,4 +14,4 @@ def graded(checker: ProblemChecker, problem: ProblemSpec, source: str) -> Verdic
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)  # the problem's own
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox, rules=True))

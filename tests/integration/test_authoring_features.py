@@ -26,9 +26,9 @@ def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     """A submission graded as the Grader grades it: the reference's outputs, then the module judged."""
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox, rules=True))
 
 
 STATS = """\

@@ -70,9 +70,9 @@ def checker(shared_checker: ProblemChecker) -> ProblemChecker:
 def grade(checker: ProblemChecker, source: str) -> Verdict:
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox, rules=True))
 
 
 REFERENCE_DESCRIBED = "def described(x):\n    return {'shape': tuple(x.shape), 'sizes': [int(s) for s in x.shape]}\n"

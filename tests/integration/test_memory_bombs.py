@@ -66,9 +66,9 @@ def grade(checker: ProblemChecker, source: str, time_s: float = TIME_S) -> Verdi
     limits = EffectiveLimits(time_s=time_s, memory_mb=MEMORY_MB, output_kb=64)
     problem = Registry(limits).make(parse_problem(PROBLEM, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox, rules=True))
 
 
 def test_the_same_memory_bomb_is_memory_limit_exceeded_every_time(checker: ProblemChecker) -> None:

@@ -64,9 +64,9 @@ def _problem(text: str = PROBLEM) -> LoadedProblem:
 
 def _grade(checker: ProblemChecker, problem: LoadedProblem, source: str) -> Verdict:
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox))
+    return judge_module(problem, expected, run_module(sandboxes, problem, source, checker.sandbox, rules=True))
 
 
 def test_each_test_gets_its_own_limits_in_the_job() -> None:

@@ -84,10 +84,10 @@ def test_a_tolerance_tighter_than_the_references_own_error_is_refused_with_the_e
     # What the check guards against, for real: the exact sum (a more accurate submission) fails this test.
     problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
     exact = "import torch\n\ndef total(x):\n    return x.double().sum().to(x.dtype)\n"
-    verdict = judge_module(problem, expected, run_module(sandboxes, problem, exact, checker.sandbox))
+    verdict = judge_module(problem, expected, run_module(sandboxes, problem, exact, checker.sandbox, rules=True))
     assert verdict.status == Status.WRONG_ANSWER, verdict.status
 
     tolerances, report = step(checker, text)

@@ -57,10 +57,10 @@ def grade(checker: ProblemChecker, text: str, source: str) -> tuple[Verdict, flo
     registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64))
     problem = registry.make(registry.parse(text, "loops.yaml"))
     sandboxes = checker.sandboxes()
-    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox)
+    reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
     started = time.monotonic()  # the submission's own run only
-    run = run_module(sandboxes, problem, source, checker.sandbox)
+    run = run_module(sandboxes, problem, source, checker.sandbox, rules=True)
     return judge_module(problem, expected, run), time.monotonic() - started
 
 

@@ -53,11 +53,11 @@ def test_a_submission_handed_paused_containers_is_not_blamed() -> None:
     try:
         assert pool.image_id is not None, pool.last_error
         problem = Registry(EffectiveLimits(time_s=2, memory_mb=512, output_kb=64)).make(parse_problem(PROBLEM, "p"))
-        reference = run_module(pool, problem, problem.reference, settings.sandbox)
+        reference = run_module(pool, problem, problem.reference, settings.sandbox, rules=False)
         expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
-        assert judge_module(problem, expected, run_module(pool, problem, CORRECT, settings.sandbox)).status == (
-            Status.ACCEPTED
-        )
+        assert judge_module(
+            problem, expected, run_module(pool, problem, CORRECT, settings.sandbox, rules=True)
+        ).status == (Status.ACCEPTED)
         deadline = time.monotonic() + 60
         while pool.status()["idle"] < 2 and time.monotonic() < deadline:  # both back, settled and idle
             time.sleep(0.2)
@@ -66,7 +66,7 @@ def test_a_submission_handed_paused_containers_is_not_blamed() -> None:
         assert len(paused) == 2, paused
         for container in paused:
             container.pause()
-        run = run_module(pool, problem, CORRECT, settings.sandbox)
+        run = run_module(pool, problem, CORRECT, settings.sandbox, rules=True)
         verdict = judge_module(problem, expected, run, engine_ok=pool.engine_ok)
         assert verdict.status == Status.INTERNAL_ERROR, (verdict.status, verdict.message)
         assert "paused" in (verdict.message or ""), verdict.message

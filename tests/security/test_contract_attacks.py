@@ -282,7 +282,7 @@ def test_in_the_real_sandbox_an_exception_in_emoji_is_that_tests_error_not_a_los
     source = "def f(x):\n    if x == 0:\n        raise ValueError('\\U0001F600' * 20000)\n    return x\n"
     settings = Settings(data_dir=tmp_path)
     with ProblemChecker(settings.sandbox, settings.limits, seeds=1) as checker:
-        run = run_module(checker.sandboxes(), problem, source, checker.sandbox)
+        run = run_module(checker.sandboxes(), problem, source, checker.sandbox, rules=True)
     assert not run.lost, run.lost
     assert run.load is not None and run.load.status is Outcome.OK
     assert [run.tests[i].header.status for i in (0, 1)] == [Outcome.ERROR, Outcome.OK]
