@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
+from grader.grading import verdict as verdicts
 from grader.grading.verdict import Status
 from grader.problems.check import ProblemChecker
 from grader.problems.check.authoring import file_findings
 from grader.problems.check.locate import Locator
 from grader.problems.registry import parse_problem
-from grader.vocabulary import TestStatus
 from tests.conftest import PROBLEMS_DIR
 from tests.integration.test_authoring_features import grade
 
@@ -89,7 +89,7 @@ def checker(shared_checker: ProblemChecker) -> ProblemChecker:
 
 def test_a_forged_torch_equal_does_not_pass_the_shipped_problem(checker: ProblemChecker) -> None:
     verdict = grade(checker, SHIPPED.read_text(), FORGER)
-    failed = [(t.name, t.status, t.message) for t in verdict.tests if t.status != TestStatus.PASSED]
+    failed = [(t.name, t.status, t.message) for t in verdict.tests if t.status != verdicts.TestStatus.PASSED]
     assert verdict.status == Status.WRONG_ANSWER, failed
     assert [name for name, *_ in failed] == ["the inputs are not modified"], failed
 
