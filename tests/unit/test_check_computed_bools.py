@@ -102,7 +102,7 @@ LEGIT = {
     "the entry point's mask, combined with padding": 'return {"mask": (tokens != 0).unsqueeze(-2) & f(6)}',
     "an attribute read": 'return {"requires_grad": layer.weight.requires_grad, "training": m.training}',
     "values and shapes": 'return {"out": f(x), "shape": list(f(x).shape), "dtype": str(x.dtype)}',
-    "a condition choosing a value": 'return {"shapes": [list(p.shape) if isinstance(p, torch.Tensor) else None for p in ps]}',
+    "a condition choosing a value": 'return {"shapes": [list(p.shape) if isinstance(p, Tensor) else None for p in ps]}',
     "a count of objects": 'return {"two": len({id(a), id(b)})}',
     "values selected by a test-made mask": 'return {"masked": w.masked_select(~mask)}',
     "the inputs themselves": 'return {"inputs_after": [x, mask]}',
