@@ -57,7 +57,7 @@ def test_every_problem_file_checks_itself(tmp_path: Path) -> None:
         section = re.split(r"\n  ok  \d", out.split(f"{path}\n", 1)[1], maxsplit=1)[0]  # up to "  ok  3.1 s"
         for step in STEPS:
             done = re.search(rf"^  ok    {step} ", section, re.M)
-            # A problem whose tests return no floats (greedy-decoding's token ids) has no tolerance to check.
+            # A problem whose tests return no floats has no tolerance to check.
             skipped = re.search(r"^  skip  tolerances +no test returns floats", section, re.M)
             no_floats = step == "tolerances" and skipped
             assert done or no_floats, (path, step, section)

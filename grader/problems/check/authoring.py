@@ -10,6 +10,7 @@ from typing import Any
 from grader.containers.values import Opaque
 from grader.grading.judge import compare
 from grader.grading.model import ProblemSpec
+from grader.problems.check.inside import computed_bools
 from grader.problems.check.locate import Locator
 
 # What a type the judge cannot compare is usually meant to be, by the name the sandbox sends.
@@ -31,8 +32,8 @@ INSTEAD_BY_PREFIX = {
 
 
 def file_findings(problem: ProblemSpec, locate: Locator) -> tuple[list[str], list[str]]:
-    """(errors, warnings) about the order and visibility of the tests."""
-    errors: list[str] = []
+    """(errors, warnings) about the order and visibility of the tests, and the bools their code computes."""
+    errors = _computed_bools(problem, locate)
     tests = problem.tests
     first_hidden = next((i for i, test in enumerate(tests) if not test.visible), None)
     if first_hidden is not None:
@@ -47,6 +48,23 @@ def file_findings(problem: ProblemSpec, locate: Locator) -> tuple[list[str], lis
                 )
     warnings = [] if any(test.visible for test in tests) else ["no test is visible: a learner sees no example"]
     return errors, warnings
+
+
+def _computed_bools(problem: ProblemSpec, locate: Locator) -> list[str]:
+    """An error for each value a test returns that is a bool its own code computes (check/inside.py)."""
+    errors: list[str] = []
+    for index, test in enumerate(problem.tests):
+        for found in computed_bools(test.code, problem.helpers):
+            what = f"`{found.key}`" if found.key is not None else "a value"
+            message = (
+                f"test {index + 1} {test.name!r} returns {what}, a bool its code computes (`{found.what}`) beside "
+                "the submission, which can replace torch.equal, Tensor.all or == in its own process and make it "
+                "True: return the values themselves and decide on the judge's side (compared with the "
+                "reference's values, or `check: {key: {holds: [...]}}` / `expect:`)"
+            )
+            loc = ("tests", index, "code")
+            errors.append(locate.error(loc, message, locate.code_line(loc, found.line)))
+    return errors
 
 
 def _opaque(value: Any, path: str) -> tuple[str, str] | None:
