@@ -54,8 +54,8 @@ tests:
     code: |
       return {
           "deterministic": torch.are_deterministic_algorithms_enabled(),
-          "inference": torch.is_inference_mode_enabled(),
-          "grad": torch.is_grad_enabled(),
+          "inference": torch.ones(1).is_inference(),
+          "grad": torch.ones(1, requires_grad=True).mul(2).requires_grad,
           "anomaly": torch.is_anomaly_enabled(),
           "printed": str(torch.tensor([1 / 3])),
       }
