@@ -43,7 +43,7 @@ tests:
   - name: ones
     visible: true
     code: |
-      return {{"out": scale(torch.ones(3))}}
+      return {{"out": scale(torch.arange(1.0, 4.0))}}
   - name: a random vector
     code: |
       return {{"out": scale(torch.randn(4))}}
@@ -151,7 +151,7 @@ def test_upload_grade_replace_regrade_and_delete(admin_client: TestClient) -> No
     assert stored["check"]["ok"] is True
     statuses = {step["name"]: step["status"] for step in stored["check"]["steps"]}
     assert statuses.pop("alternatives") == "skipped", "the problem has no alternatives"
-    assert set(statuses.values()) == {"ok"} and len(statuses) == 6, statuses
+    assert set(statuses.values()) == {"ok"} and len(statuses) == 7, statuses
     listed = {p["id"]: p for p in admin_client.get("/api/problems").json()}
     assert listed["life-demo"]["version"] == stored["version"]
     assert admin_client.post("/api/problems", content=scaling_problem("life-demo"), headers=AUTH).status_code == 409
@@ -187,7 +187,7 @@ def test_upload_grade_replace_regrade_and_delete(admin_client: TestClient) -> No
     final = wait_for(lambda: regraded(verdict["id"]), what="the regrade")
     assert final["status"] == "wrong_answer"
     assert final["problem_version"] == new_version
-    assert final["tests"][0]["details"]["expected"]["sample"] == [3.0, 3.0, 3.0]
+    assert final["tests"][0]["details"]["expected"]["sample"] == [3.0, 6.0, 9.0]
     assert wait_for(lambda: regraded(wrong["id"]), what="the regrade")["problem_version"] == new_version
 
     # Deleted: gone from the list, its verdicts still readable.

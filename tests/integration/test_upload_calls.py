@@ -128,7 +128,7 @@ def test_an_upload_is_checked_on_a_worker_and_graded_there(celery_stack: tuple[T
     assert body["created"] is True
     statuses = {step["name"]: step["status"] for step in body["check"]["steps"]}
     assert statuses.pop("alternatives") == "skipped", "the problem has no alternatives"
-    assert set(statuses.values()) == {"ok"} and len(statuses) == 6, statuses
+    assert set(statuses.values()) == {"ok"} and len(statuses) == 7, statuses
     assert client.get("/api/problems/remote").status_code == 200
     verdict = client.post("/api/submissions?wait=60", json={"problem_id": "remote", "source": DOUBLE}).json()
     assert verdict["status"] == "accepted", verdict
