@@ -8,8 +8,11 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 
 from .child import Child
+from .messages import Report
+from .protocol import Outcome
 
 FREEZE_WAIT_S = 0.5
 STOPPED_STATES = (b"T", b"t", b"Z", b"X")
@@ -118,14 +121,27 @@ class Reservoir:
         self.size, self.seen = size, 0
         self.items: list[tuple[int, bytes]] = []
 
-    def offer(self, call: int, body: bytes) -> None:
+    def offer(self, call: int, body: bytes | Callable[[], bytes]) -> None:
+        """`body`: the value, or how to have it (called only if it is kept)."""
         self.seen += 1
-        if len(self.items) < self.size:
-            self.items.append((call, body))
+        at = len(self.items) if len(self.items) < self.size else secrets.randbelow(self.seen)
+        if at >= self.size:
             return
-        at = secrets.randbelow(self.seen)
-        if at < self.size:
-            self.items[at] = (call, body)
+        item = (call, body() if callable(body) else body)
+        if at == len(self.items):
+            self.items.append(item)
+        else:
+            self.items[at] = item
 
     def bytes(self) -> int:
         return sum(len(body) for _, body in self.items)
+
+
+def inputs_failed(report: Report) -> Report:
+    """The problem's inputs' code failed (BenchInputs: the problem's failure, never a module's)."""
+    why = report.message or report.status
+    return Report(Outcome.ERROR, error_type="BenchInputs", message=f"the benchmark's inputs: {why}")
+
+
+def said(report: Report) -> str:
+    return f"{report.error_type}: {report.message}" if report.error_type else str(report.message or report.status)

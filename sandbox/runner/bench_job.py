@@ -27,9 +27,11 @@ from .messages import Limits, _number, _text
 from .protocol import (
     MAX_BENCH_BATCH,
     MAX_BENCH_CALLS,
+    MAX_BENCH_INPUT_BYTES,
     MAX_BENCH_REPEATS,
     MAX_BENCH_SIZES,
     MAX_BENCH_WARMUP,
+    MAX_CALL_INPUT_BYTES,
     MAX_JOB_DEPTH,
     MAX_RESULT_BYTES,
     MAX_SEED,
@@ -221,23 +223,35 @@ class BenchJob:
 
 @dataclass(frozen=True)
 class CallCommand:
-    """The runner's command to a child to make one call: the size, the call's number at that size, and for the
-    null module's child only, the size in bytes of the value to return (the module's, on the same inputs)."""
+    """The runner's command to a child to make one call: the size, the call's number at that size, where its
+    inputs are in the module's shared area (shared.py: `at`, `length`), and for the null module's child only,
+    the size in bytes of the value to return (the module's, on the same inputs)."""
 
     size: int
     call: int
     value_bytes: int = 0
+    at: int = 0
+    length: int = 0
 
     def header(self) -> dict:
-        return {"size": self.size, "call": self.call, "value_bytes": self.value_bytes}
+        return {
+            "size": self.size,
+            "call": self.call,
+            "value_bytes": self.value_bytes,
+            "at": self.at,
+            "length": self.length,
+        }
 
     @classmethod
     def parse(cls, header: dict, bench: Bench) -> CallCommand:
         size, call, value_bytes = header.get("size"), header.get("call"), header.get("value_bytes", 0)
+        at, length = header.get("at", 0), header.get("length", 0)
         _number(size, 0, len(bench.sizes) - 1, "size", integer=True)
         _number(call, 0, bench.max_call - 1, "call", integer=True)
         _number(value_bytes, 0, MAX_RESULT_BYTES, "value_bytes", integer=True)
-        return cls(size, call, value_bytes)  # type: ignore[arg-type]
+        _number(at, 0, MAX_BENCH_INPUT_BYTES, "at", integer=True)
+        _number(length, 0, MAX_CALL_INPUT_BYTES, "length", integer=True)
+        return cls(size, call, value_bytes, at, length)  # type: ignore[arg-type]
 
 
 def autorange(times_ns: list[int], time_s: float) -> int:

@@ -16,11 +16,15 @@ import selectors
 import signal
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import cleanup, protocol, zygote
 from .messages import Report, error
 from .peak import MEMORY_GRACE_S, PeakMemory
 from .protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, Outcome
+
+if TYPE_CHECKING:
+    from .shared import SharedArea
 
 READ_CHUNK = 1 << 16
 FORK_RETRIES = 50
@@ -35,7 +39,7 @@ EXIT_REPORT_GRACE_S = 2.0
 READY_OUTPUT_LIMIT = 1 << 20
 
 
-def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, int, int]) -> int:
+def _fork_child(forker: zygote.ZygoteClient, fds: tuple[int, ...]) -> int:
     """A child from the zygote, retried while a submission's stragglers still hold the pid budget."""
     for _ in range(FORK_RETRIES):
         try:
@@ -56,16 +60,24 @@ ALLOWED = {
 
 
 class Child(PeakMemory):
-    def __init__(self, forker: zygote.ZygoteClient) -> None:
+    def __init__(self, forker: zygote.ZygoteClient, area: SharedArea | None = None) -> None:
+        """`area`: a benchmark module's shared area (shared.py), handed to the child as it is forked."""
         self.forker = forker
+        self.area = area
         cmd_r, self.cmd_w = os.pipe2(os.O_CLOEXEC)
         self.res_r, res_w = os.pipe2(os.O_CLOEXEC)
         self.out_r, out_w = os.pipe2(os.O_CLOEXEC)
         try:
-            self.pid = _fork_child(forker, (cmd_r, res_w, out_w))
+            self.pid = _fork_child(forker, (cmd_r, res_w, out_w) + ((area.fd,) if area and area.fd is not None else ()))
+        except BaseException:
+            if area is not None:
+                area.close()
+            raise
         finally:
             for fd in (cmd_r, res_w, out_w):
                 os.close(fd)
+        if area is not None:
+            area.forked()
         self.exit_status: int | None = None
         self.command_closed = False  # a command met a pipe with no reader (send)
         for fd in (self.res_r, self.out_r, self.cmd_w):
@@ -161,6 +173,8 @@ class Child(PeakMemory):
             self._selector.close()
             self._selector = None
         self.close_memory()
+        if self.area is not None:
+            self.area.close()
         for fd in (self.cmd_w, self.res_r, self.out_r):
             try:
                 os.close(fd)
@@ -338,6 +352,8 @@ class Child(PeakMemory):
             received = self.reader.feed(data)
         except OverflowError:
             self.kill()
+            if self.area is not None:  # its values go through its area: a large body is none of its frames
+                return error(f"malformed result during {phase}: a value outside its area", "Protocol"), b""
             return Report(Outcome.OUTPUT, message=f"the result of {phase} is too large"), b""
         except Exception:  # noqa: BLE001 - FrameError, or anything else the child's bytes provoke
             self.kill()

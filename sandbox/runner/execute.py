@@ -26,6 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import confine, forbid, protocol, torchstate, values
+from . import shared as shared_area
 from .messages import ChildJob, Report, TestCommand
 from .protocol import Outcome
 from .testcode import compile_test, test_filename
@@ -89,13 +90,13 @@ def _failure(exc: BaseException) -> Report:
     return _describe(exc, Outcome.MEMORY if _is_memory_failure(exc) else Outcome.ERROR)
 
 
-def _isolate(cmd_r: int, res_w: int, out_w: int) -> None:
+def _isolate(cmd_r: int, res_w: int, out_w: int, shared: int) -> None:
     os.setsid()
     devnull = os.open("/dev/null", os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
-    keep = {0, 1, 2, cmd_r, res_w}
+    keep = {0, 1, 2, cmd_r, res_w, shared}
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd not in keep:
@@ -114,13 +115,10 @@ def _flush_output() -> None:
             pass
 
 
-def _send(res_w: int, kind: bytes, header: dict, body: bytes | list[bytes | memoryview] = b"") -> None:
-    """A frame to the runner; `body` whole, or in parts (values.encode_parts) written straight from them."""
+def _send(res_w: int, kind: bytes, header: dict, body: bytes = b"") -> None:
+    """A frame to the runner."""
     _flush_output()
-    if isinstance(body, list):
-        protocol.write_parts(res_w, kind, header, body)
-    else:
-        protocol.write_all(res_w, protocol.encode(kind, header, body))
+    protocol.write_all(res_w, protocol.encode(kind, header, body))
 
 
 def _test_globals(entry_points: dict) -> dict:
@@ -283,6 +281,19 @@ return {"out": y, "n": [1, 2.5, "s", None, True], "v": y.max().item(), "r": floa
 """
 
 
+def _area(shared: int, job: ChildJob) -> shared_area.ChildArea | None:
+    """A benchmark module's area, mapped (its descriptor closed); for any other job, its descriptor closed."""
+    if shared < 0:
+        return None
+    if job.bench is None or not job.source:
+        os.close(shared)
+        return None
+    try:
+        return shared_area.ChildArea(shared)
+    except (OSError, ValueError, shared_area.AreaError):
+        os._exit(EXIT_NOT_CONFINED)
+
+
 def warm_up() -> None:
     """Our own code, before any job: nothing of a submission or a test is in this process yet. The
     random states are put back, so what a submission draws at load is what it would draw without it."""
@@ -295,9 +306,10 @@ def warm_up() -> None:
         np.random.set_state(states[2])
 
 
-def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = ()) -> None:
-    """Never returns: the child leaves through os._exit so no atexit hook of the submission runs."""
-    _isolate(cmd_r, res_w, out_w)
+def child_main(cmd_r: int, res_w: int, out_w: int, shared: int = -1, protected: tuple[int, ...] = ()) -> None:
+    """Never returns: the child leaves through os._exit so no atexit hook of the submission runs. `shared`: a
+    benchmark module's area (shared.py), mapped before its limits apply, else closed unused."""
+    _isolate(cmd_r, res_w, out_w, shared)
     confinement = confine.Confinement(protected)
     try:
         confinement.prepare()
@@ -317,6 +329,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
         job = ChildJob.parse(body)
     except (EOFError, protocol.FrameError, OSError):
         os._exit(EXIT_BAD_JOB)
+    area = _area(shared, job)
     try:
         confinement.apply(job.memory_mb, job.cpu_s, job.protect, job.cpu)
     except (OSError, ValueError):
@@ -325,7 +338,7 @@ def child_main(cmd_r: int, res_w: int, out_w: int, protected: tuple[int, ...] = 
     if job.bench is not None:
         from .execute_bench import bench_main  # a benchmark's child (it builds on this module)
 
-        bench_main(cmd_r, res_w, job)
+        bench_main(cmd_r, res_w, job, area)
     entry_points, failure = load_submission(job.source, job.entry_points)
     helpers, max_result = job.helpers, job.max_result_bytes
     del job

@@ -5,9 +5,12 @@ call's arguments under the call's own seed and sends them, encoded (values.py). 
 it, so none can take part in making the inputs.
 
 A module's child (the subject's, the baseline's) loads its module when told (the load is timed), then makes
-the calls the runner asks for, one at a time: each command carries that call's inputs, decoded inside the timed
-call, so that a module never holds the inputs of a call before it is made (it cannot compute a later call's
-result ahead, in an earlier call, at import or in the warm-up); it answers with the returned value, whole.
+the calls the runner asks for, one at a time. A region's inputs are put in the child's shared area (shared.py)
+while it is stopped, just before the region is timed; each command names where its call's inputs lie, and they
+are decoded into arrays of the call's own inside the timed call. So a module never holds the inputs of a call
+before that call's region (it cannot compute a later call's result ahead, in an earlier region, at import or in
+the warm-up: ahead within a region is on the same clock). Its value is written into the area, whole, before
+the call's result.
 
 The null module's child (the judge's, no code of anyone else's) does the same with a function that does
 nothing and returns a value of as many bytes as its command says: the harness's own cost of a call on the same
@@ -27,9 +30,10 @@ import torch
 
 from . import protocol, values
 from .bench_job import Bench, CallCommand
-from .execute import _encode_result, _failure, _send, _test_globals, load_submission
+from .execute import EXIT_BAD_JOB, _encode_result, _failure, _send, _test_globals, load_submission
 from .messages import ChildJob, Report
 from .protocol import Outcome
+from .shared import AreaError, ChildArea
 from .testcode import compile_test
 
 INPUTS_FILE = "<inputs>"
@@ -73,15 +77,15 @@ def build_call(bench: Bench, code: object, size: int, call: int) -> dict:
         namespace.clear()
 
 
-def _commands(cmd_r: int, bench: Bench, max_body: int):  # type: ignore[no-untyped-def]
-    """The runner's call commands, until it stops sending them (then the child ends): each with its body's
-    length, the body (a call's inputs) left on the pipe for the call to read (values.read_value)."""
+def _commands(cmd_r: int, bench: Bench):  # type: ignore[no-untyped-def]
+    """The runner's call commands, until it stops sending them (then the child ends); each is a few bytes (the
+    inputs' child is sent none; a module's child finds a call's inputs in its area)."""
     while True:
         try:
-            kind, header, length = protocol.read_frame_head(cmd_r, max_body=max_body)
+            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
             if kind != protocol.CHILD_CALL:
                 os._exit(0)
-            yield CallCommand.parse(header, bench), length
+            yield CallCommand.parse(header, bench)
         except (EOFError, protocol.FrameError, OSError, ValueError):
             os._exit(0)
 
@@ -93,7 +97,7 @@ def inputs_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     linecache.cache[INPUTS_FILE] = (len(bench.inputs), None, bench.inputs.splitlines(True), INPUTS_FILE)
     code = compile_test(bench.inputs, INPUTS_FILE)
     _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
-    for command, _ in _commands(cmd_r, bench, 0):
+    for command in _commands(cmd_r, bench):
         try:
             body = values.encode_value(build_call(bench, code, command.size, command.call), job.max_result_bytes)
             report = Report(Outcome.OK, index=command.call)
@@ -122,10 +126,9 @@ class Ballast:
 
 
 def _call(function: object, inputs: Callable[[], object], device: str, max_result: int) -> tuple[Report, list | bytes]:
-    """One call on its inputs (read from the pipe and decoded here by `inputs`, inside the timed call, each array
-    straight into its own, for both modules alike), and its value
-    encoded in parts, views of the value's own arrays (values.encode_parts), written straight from them once the
-    call is done: the runner times all of it, up to the value's last byte."""
+    """One call on its inputs (decoded here by `inputs` from the area, inside the timed call, each array into one
+    of its own, for both modules alike), and its value encoded in parts, views of the value's own arrays
+    (values.encode_parts), to be written into the area once the call is done: the runner times all of it."""
     try:
         arguments = inputs()
         args, kwargs = arguments["args"], arguments["kwargs"]
@@ -164,13 +167,15 @@ def steady_allocator() -> None:
         pass
 
 
-def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
-    """Never returns: an inputs' child (no source), or a module's: says it is ready, loads its module when
-    told, then serves calls until the runner stops."""
+def bench_main(cmd_r: int, res_w: int, job: ChildJob, area: ChildArea | None = None) -> None:
+    """Never returns: an inputs' child (no source), or a module's (with its shared area: shared.py): says it is
+    ready, loads its module when told, then serves calls until the runner stops."""
     if not job.source:
         inputs_main(cmd_r, res_w, job)
     bench = job.bench
     assert isinstance(bench, Bench)
+    if area is None:
+        os._exit(EXIT_BAD_JOB)  # a module is timed only with its inputs and values in its area
     steady_allocator()
     _send(res_w, protocol.CHILD_BUILT, Report(Outcome.OK).header())
     try:  # the runner's word to load: the load is timed from it
@@ -186,16 +191,23 @@ def bench_main(cmd_r: int, res_w: int, job: ChildJob) -> None:
     if failure is not None:
         os._exit(0)
     ballast = Ballast(max_result)
-    for command, length in _commands(cmd_r, bench, protocol.MAX_JOB_BYTES):
-        inputs = lambda: values.read_value(cmd_r, length)  # noqa: B023, E731
+    for command in _commands(cmd_r, bench):
+        inputs = lambda: values.decode_value(area.inputs(command.at, command.length))  # noqa: B023, E731
         if bench.null:  # its value made inside the call's own handling: a failure there is told, never a crash
             size = command.value_bytes
             report, value = _call(lambda *_, **__: ballast(size), inputs, bench.device, max_result)  # noqa: B023
         else:
             report, value = _call(entry_points[bench.entry_point], inputs, bench.device, max_result)
         del inputs
-        if report.error_type == "BenchInputs":  # the pipe is no longer at a frame's start: nothing more to read
-            _send(res_w, protocol.CHILD_RESULT, {**report.header(), "index": command.call})
-            os._exit(0)
         report.index = command.call
-        _send(res_w, protocol.CHILD_RESULT, report.header(), value)
+        if report.error_type == "BenchInputs":  # the judge's own failure: nothing more can be timed
+            _send(res_w, protocol.CHILD_RESULT, report.header())
+            os._exit(0)
+        body = b""
+        if report.status == Outcome.OK:
+            try:  # inside the call's time: the value is written where the runner reads it
+                body = area.put_value(value)
+            except AreaError as exc:
+                report = Report(Outcome.OUTPUT, message=f"the returned value does not fit: {exc}", index=command.call)
+        del value
+        _send(res_w, protocol.CHILD_RESULT, report.header(), body)

@@ -260,27 +260,6 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-IOV_MAX = 1024  # buffers one writev takes at most (Linux's UIO_MAXIOV)
-
-
-def write_parts(fd: int, kind: bytes, header: dict, parts: list[bytes | memoryview]) -> None:
-    """A frame whose body is `parts` in a row (values.encode_parts), written with writev straight from them:
-    the body is never joined into one copy first."""
-    views = [memoryview(part).cast("B") for part in parts]
-    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
-    views.insert(0, memoryview(PREFIX.pack(MAGIC, kind, len(head), sum(view.nbytes for view in views)) + head))
-    at = 0
-    while at < len(views):
-        written = os.writev(fd, views[at : at + IOV_MAX])
-        while at < len(views) and written >= views[at].nbytes:
-            written -= views[at].nbytes
-            at += 1
-        if written:
-            views[at] = views[at][written:]
-        while at < len(views) and not views[at].nbytes:  # nothing to write in an empty part
-            at += 1
-
-
 def read_exactly(fd: int, count: int) -> bytes:
     chunks = []
     while count:
@@ -290,16 +269,6 @@ def read_exactly(fd: int, count: int) -> bytes:
         chunks.append(chunk)
         count -= len(chunk)
     return b"".join(chunks)
-
-
-def read_into(fd: int, view: memoryview) -> None:
-    """Fills `view` (bytes) from a blocking descriptor, straight from it; EOFError when it ends first."""
-    got = 0
-    while got < view.nbytes:
-        count = os.readv(fd, [view[got:]])
-        if not count:
-            raise EOFError
-        got += count
 
 
 def read_frame_head(fd: int, max_body: int, max_depth: int = MAX_HEADER_DEPTH) -> tuple[bytes, dict, int]:

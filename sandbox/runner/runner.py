@@ -89,6 +89,12 @@ class Runner:
         spare, self.spare = self.spare, None
         return spare if spare is not None else Child(self.forker)
 
+    def drop_spare(self) -> None:
+        """The spare child ended unused (a benchmark forks its children with what they need)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.close(wait=False)
+
     def _load(self, proc: Child, job: Job, first: int, oom_before: int) -> Report:
         """Loads the submission in this child, for the tests from `first` on (their memory is its own). A load
         again (first > 0) has what is left of the job's reload budget, at most one load's time."""

@@ -3,22 +3,21 @@
 The subject, the baseline and the judge's null module are each loaded in a child of their own, all pinned to
 the same CPU and kept to one thread (for good: seccomp then refuses another CPU, another thread, and the timers
 and signals a stopped process could be woken by), the subject kept from signalling the others. Only one of them
-runs at any time: the others are stopped (SIGSTOP, waited for), so that nothing the subject does runs while
-another is timed, nor between its own regions. The modules alternate (A B, then B A, so neither always goes
-first); after each of a module's timings the null module makes the same calls, on the same inputs, returning
-values of the same sizes, and its time (the harness's: frames, decoding, encoding) is taken off the module's.
+runs at any time: the others are stopped (SIGSTOP, waited for). The modules alternate (A B, then B A); after
+each of a module's timings the null module makes the same calls on the same inputs, returning values of the
+same sizes, and its time (the harness's) is taken off the module's. Each module's child has a shared area
+(shared.py): a region's inputs are put there while it is stopped, and it leaves each value there, so that only
+a few bytes of command and result go through its pipes on its clock.
 
-A region (one call, or as many in a row as autorange asks) is timed from its first command to its last whole
-value (the value is the work: a child cannot stop the clock before its work is done), on the child's own CPU
-time where the kernel keeps it (/proc/<pid>/schedstat, in ns): neither another process on the CPU nor the
-round trip through the runner is in it, and whatever CPU the child had while it was to be stopped is added to
-its next region. Where there is no such count (gVisor), the runner's wall clock. Every CPU nanosecond a module's
-child has after its load is charged to it; the harness's time taken off a timed region is the median, over the
+A region (one call, or as many in a row as autorange asks) is timed from its first command to its last value's
+result (a child cannot stop the clock before its work is done), on the child's own CPU time where the kernel
+keeps it (/proc/<pid>/schedstat, in ns): neither another process on the CPU nor the runner's own work is in
+it, and whatever CPU the child had while it was to be stopped is added to its next region. Where there is no
+such count (gVisor), the runner's wall clock. The harness's time taken off a region is the median, over the
 module's timed regions at that size, of the null module's time a call beside them. The inputs come from a
-fourth child that runs only the judge's and the problem's code, asked for each region's before the region
-starts. Of each size's timed calls the runner keeps 8 values, drawn as they come, and the first call's; those
-and the times go to the trusted side, which checks the values against the reference's on the same inputs and
-makes the statistics.
+fourth child that runs only the judge's and the problem's code. Of each size's timed calls the runner keeps 8
+values, drawn as they come, and the first call's; those and the times go to the trusted side, which checks the
+values against the reference's on the same inputs and makes the statistics.
 """
 
 from __future__ import annotations
@@ -28,12 +27,13 @@ import time
 from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
-from .bench_children import Reservoir, cpu_ns, end_alone, freeze, pick_cpu, thaw, widen
+from .bench_children import Reservoir, cpu_ns, end_alone, freeze, inputs_failed, pick_cpu, said, thaw, widen
 from .bench_job import GIVE_UP_S, NULL_SOURCE, BenchJob, CallCommand, autorange
 from .child import Child
 from .messages import ChildJob, Report
 from .outcomes import memory_outcome
 from .protocol import Outcome
+from .shared import LENGTH, AreaError, SharedArea
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -58,6 +58,7 @@ class Benchmark:
         self.failed_call: int | None = None  # the call a region ended at, when it failed
 
     def run(self) -> None:
+        self.runner.drop_spare()  # forked without a shared area: first, while no other child of the job lives
         maker = widen(Child(self.runner.forker))
         try:
             self._run_with(maker)
@@ -73,10 +74,12 @@ class Benchmark:
             self.runner.emit(protocol.LOAD, {**started.header(), "time_ms": 0, "who": "judge"})
             return
         timed = not self.job.only
-        # Forked before the subject: their pids are protected from it.
-        null = widen(Child(self.runner.forker)) if timed else None
-        baseline = widen(Child(self.runner.forker)) if self.job.baseline else None
-        subject = widen(self.runner.take_child())
+        # Forked before the subject: their pids are protected from it. Each module's child is forked with its
+        # shared area (shared.py).
+        forker, area = self.runner.forker, self.job.max_result_bytes
+        null = Child(forker, SharedArea(area)) if timed else None
+        baseline = Child(forker, SharedArea(area)) if self.job.baseline else None
+        subject = Child(forker, SharedArea(area))
         try:
             self._run(subject, baseline, null)
         finally:
@@ -90,7 +93,7 @@ class Benchmark:
         deadline = time.monotonic() + job.load_time_s
         report = proc.await_ready(deadline, self.oom_before, "building the inputs")
         if report is not None:
-            return _inputs_failed(report)
+            return inputs_failed(report)
         child_job = ChildJob(
             source="",  # no module: the inputs' child
             entry_points=(bench.entry_point,),
@@ -101,9 +104,9 @@ class Benchmark:
             bench=bench,
         )
         if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
-            return _inputs_failed(proc.unsent_outcome(self.oom_before, "building the inputs"))
+            return inputs_failed(proc.unsent_outcome(self.oom_before, "building the inputs"))
         report, _ = proc.await_frame(protocol.CHILD_BUILT, deadline, 1 << 20, self.oom_before, "building the inputs")
-        return None if report.status == Outcome.OK else _inputs_failed(report)
+        return None if report.status == Outcome.OK else inputs_failed(report)
 
     def _fetch(self, calls: list[tuple[int, int]]) -> Report | None:
         """The inputs of the coming calls, from the inputs' child (while every module is stopped), those of earlier
@@ -119,14 +122,14 @@ class Benchmark:
             deadline = time.monotonic() + job.limits.time_s + job.load_time_s
             phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
             if not proc.send(protocol.CHILD_CALL, CallCommand(size, call).header(), b"", deadline):
-                return _inputs_failed(proc.unsent_outcome(self.oom_before, phase))
+                return inputs_failed(proc.unsent_outcome(self.oom_before, phase))
             report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, 1 << 20, self.oom_before, phase)
             if report.status != Outcome.OK or report.index != call:
-                return _inputs_failed(report if report.status != Outcome.OK else Report(Outcome.ERROR, message=phase))
+                return inputs_failed(report if report.status != Outcome.OK else Report(Outcome.ERROR, message=phase))
             total += len(body)
             if total > protocol.MAX_BENCH_INPUT_BYTES:
                 message = f"a region's inputs come to more than {protocol.MAX_BENCH_INPUT_BYTES} bytes"
-                return _inputs_failed(Report(Outcome.ERROR, message=message))
+                return inputs_failed(Report(Outcome.ERROR, message=message))
             self.inputs[(size, call)] = body
         return None
 
@@ -196,7 +199,7 @@ class Benchmark:
         if null is not None:
             loaded, _ = self._load(null, NULL_SOURCE, (), null=True)
             if loaded.status != Outcome.OK:
-                self._end(loaded, "judge", message=f"the judge's null module did not load: {_said(loaded)}")
+                self._end(loaded, "judge", message=f"the judge's null module did not load: {said(loaded)}")
                 return
         for size in range(len(self.bench.sizes)):
             done = self._size(size, subject, baseline, null) if null is not None else self._reference(size, subject)
@@ -314,7 +317,7 @@ class Benchmark:
         if null is not None:
             report, _, overhead = self._region(null, size, calls, lengths=lengths)
             if report.status != Outcome.OK:
-                self._end(report, "judge", size=size, message=f"the judge's null module failed: {_said(report)}")
+                self._end(report, "judge", size=size, message=f"the judge's null module failed: {said(report)}")
                 return None
         return elapsed, overhead
 
@@ -330,8 +333,10 @@ class Benchmark:
         the benchmark's clock from the first command to the last whole value, with whatever CPU the child had
         while it was to be stopped; each value offered to `kept`. `lengths`: the null module's calls, the size of
         each value it is to return. The region, like one call, is held to one call's limit."""
-        limits = self.job.limits
-        proc.reader.max_body = self.job.max_result_bytes + 64 * 1024
+        limits, area = self.job.limits, proc.area
+        assert area is not None
+        proc.reader.max_body = LENGTH.size
+        placed = area.put_inputs([self.inputs.get((size, call), b"") for call in calls])  # while it is stopped
         stopped = self.stopped_at.get(proc.pid)
         started = self._clock(proc)
         ran_stopped = started - stopped if self.cpu_clock and stopped is not None else 0
@@ -342,20 +347,27 @@ class Benchmark:
         for at, call in enumerate(calls):
             phase = f"call {call + 1} at size {self.bench.sizes[size].name!r}"
             proc.output_bytes, proc.graced = 0, True  # a call's output limit is its own; no memory grace on a clock
-            command = CallCommand(size, call, lengths[at] if lengths is not None else 0).header()
-            if not proc.send(protocol.CHILD_CALL, command, self.inputs.get((size, call), b""), deadline):
+            value_bytes = lengths[at] if lengths is not None else 0
+            command = CallCommand(size, call, value_bytes, *placed[at]).header()
+            if not proc.send(protocol.CHILD_CALL, command, b"", deadline):
                 report, body = proc.unsent_outcome(self.oom_before, phase), b""
             else:
                 output = limits.output_kb * 1024
                 report, body = proc.await_frame(protocol.CHILD_RESULT, deadline, output, self.oom_before, phase)
             if report.status == Outcome.OK and report.index != call:
                 report = Report(Outcome.ERROR, error_type="Protocol", message="result for the wrong call")
+            length = 0
+            if report.status == Outcome.OK:
+                try:
+                    length = area.value_length(body)
+                except AreaError as exc:
+                    report = Report(Outcome.ERROR, error_type="Protocol", message=str(exc))
             if report.status != Outcome.OK:
                 self.failed_call = call
                 break
-            got.append(len(body))
-            if kept is not None:
-                kept.offer(call, body)
+            got.append(length)
+            if kept is not None:  # copied out of the area only if kept
+                kept.offer(call, lambda length=length: area.value(length))  # type: ignore[misc]
         ended = None if self.cpu_clock else time.perf_counter_ns()  # the wall clock stops at the last value
         report = memory_outcome(report, proc)
         if proc.exit_status is None and not freeze(proc):
@@ -381,16 +393,6 @@ class Benchmark:
                 header[key] = value
         header.pop("index", None)
         self.runner.emit(protocol.BENCH_END, header)
-
-
-def _inputs_failed(report: Report) -> Report:
-    """The problem's inputs' code failed (BenchInputs: the problem's failure, never a module's)."""
-    why = report.message or report.status
-    return Report(Outcome.ERROR, error_type="BenchInputs", message=f"the benchmark's inputs: {why}")
-
-
-def _said(report: Report) -> str:
-    return f"{report.error_type}: {report.message}" if report.error_type else str(report.message or report.status)
 
 
 def run_bench(runner: Runner, job: BenchJob) -> None:

@@ -257,9 +257,9 @@ def _opaque(kind: type) -> dict:
 
 
 def encode_parts(value: object, max_bytes: int) -> list[bytes | memoryview]:
-    """The value's encoding in parts, to be written in a row (protocol.write_parts): its manifest, then each
-    array's bytes as a view of the array itself. Nothing is copied: a benchmark's call pays for its value's
-    writing once (one copy into the pipe), as any process that hands its result on would."""
+    """The value's encoding in parts, to be written in a row: its manifest, then each array's bytes as a view of
+    the array itself. Nothing is copied: a benchmark's call pays for its value's writing once (one copy into its
+    shared area: shared.py), as any process that hands its result on would."""
     encoder = _Encoder(max_bytes)
     manifest = json.dumps(encoder.node(value, 0), separators=(",", ":")).encode()
     if len(manifest) + encoder.total > max_bytes:
@@ -276,7 +276,7 @@ def encode_value(value: object, max_bytes: int) -> bytes:
 _BY_NAME = {name: (dtype, np_dtype) for dtype, (name, np_dtype) in DTYPES.items()}
 
 
-def decode_value(body: bytes) -> object:
+def decode_value(body: bytes | memoryview) -> object:
     """What encode_value made, back as Python values and torch tensors (each its own, writable). For the judge's
     own bytes only: a benchmark's inputs, passed by the runner from the child that made them."""
     (length,) = struct.unpack_from(">I", body)
@@ -290,33 +290,7 @@ def decode_value(body: bytes) -> object:
         offset += size
         return array
 
-    return _decoded(json.loads(body[4 : 4 + length]), take)
-
-
-def read_value(fd: int, length: int) -> object:
-    """decode_value of the next `length` bytes of a blocking descriptor, each array read from it straight into
-    an array of its own (the only copy of a benchmark call's inputs the call makes); ValueError when the bytes
-    are not one whole value of that length (EOFError: the stream ended)."""
-    if length < 4:
-        raise ValueError("a value is at least its manifest's length")
-    (manifest_length,) = struct.unpack(">I", protocol.read_exactly(fd, 4))
-    if manifest_length > length - 4:
-        raise ValueError("a manifest longer than its value")
-    left = length - 4 - manifest_length
-
-    def take(np_dtype: str, shape: list[int]) -> np.ndarray:
-        nonlocal left
-        array = np.empty(shape, dtype=np_dtype)
-        if array.nbytes > left:
-            raise ValueError("arrays longer than their value")
-        protocol.read_into(fd, memoryview(array.reshape(-1)).cast("B"))
-        left -= array.nbytes
-        return array
-
-    value = _decoded(json.loads(protocol.read_exactly(fd, manifest_length)), take)
-    if left:
-        raise ValueError(f"{left} bytes of the value are not in its manifest")
-    return value
+    return _decoded(json.loads(bytes(body[4 : 4 + length])), take)
 
 
 def _decoded(manifest: dict, take) -> object:  # type: ignore[no-untyped-def]

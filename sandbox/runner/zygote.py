@@ -58,8 +58,9 @@ class ZygoteClient:
         self.exits: dict[int, int] = {}
         self.abandoned: set[int] = set()
 
-    def fork_child(self, fds: tuple[int, int, int]) -> int:
-        """A new child running child_main on these three descriptors; OSError when fork() fails."""
+    def fork_child(self, fds: tuple[int, ...]) -> int:
+        """A new child running child_main on these descriptors (its three pipes' ends, and a benchmark module's
+        shared area: shared.py); OSError when fork() fails."""
         try:
             socket.send_fds(self.sock, [FORK], list(fds))
         except OSError as exc:
@@ -183,13 +184,13 @@ class _Zygote:
 
     def _fork_request(self) -> None:
         try:
-            message, fds, _flags, _addr = socket.recv_fds(self.sock, 1, 3)
+            message, fds, _flags, _addr = socket.recv_fds(self.sock, 1, 4)
         except OSError:
             message, fds = b"", []
         if not message:
             status = self._runner_status(0.5)  # its socket closes as it ends: say how it ended, if it did
             self._end("the runner closed its socket" if status is None else f"the runner ended ({_described(status)})")
-        if message != FORK or len(fds) != 3:
+        if message != FORK or len(fds) not in (3, 4):
             for fd in fds:
                 os.close(fd)
             return

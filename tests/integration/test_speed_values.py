@@ -1,5 +1,5 @@
-"""A benchmark call's value is written straight from its arrays (sandbox/runner/values.py `encode_parts`,
-protocol.py `write_parts`: no copy of it is made to send it), in a real sandbox, through the speed grader as the
+"""A benchmark call's value is written straight from its arrays into the module's shared area (sandbox/runner/
+values.py `encode_parts`, shared.py `put_value`: one copy), in a real sandbox, through the speed grader as the
 service runs it. A value of many arrays in every layout a learner's code returns (transposed, expanded, empty,
 bool, half, a big-endian numpy array, more arrays than one writev takes) arrives whole: the same module as the
 reference is accepted, every timed value it kept checked; the same module wrong in one array of 1,100, at the

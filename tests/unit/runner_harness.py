@@ -32,17 +32,19 @@ from sandbox.runner import cleanup, protocol, runner
 from sandbox.runner.bench_job import Bench, BenchJob, BenchSize, CallCommand
 from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report, TestCommand
 from sandbox.runner.protocol import Outcome
+from sandbox.runner.shared import ChildArea
 
-ChildMain = Callable[[int, int, int], None]
+ChildMain = Callable[..., None]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
+def scripted_child(cmd_r: int, res_w: int, out_w: int, shared: int = -1) -> None:
     """A child speaking the contract, in plain Python: READY, the job, its load, then one result per test.
-    In the source and the tests: JOB (the ChildJob), RES (the result pipe), os, time, signal."""
+    In the source and the tests: JOB (the ChildJob), RES (the result pipe), os, time, signal. `shared`: a
+    benchmark module's area (sandbox/runner/shared.py)."""
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
-    _close_others({0, 1, 2, cmd_r, res_w})
+    _close_others({0, 1, 2, cmd_r, res_w, shared})
     # Forked from pytest, whose sys.stdout is its own capture: print goes to the output pipe, as in a child.
     sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
@@ -54,7 +56,7 @@ def scripted_child(cmd_r: int, res_w: int, out_w: int) -> None:
     kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
     job = ChildJob.parse(body)
     if job.bench is not None:
-        scripted_bench(cmd_r, job, send)
+        scripted_bench(cmd_r, job, send, ChildArea(shared) if shared >= 0 and job.source else None)
     namespace: dict = {"JOB": job, "RES": res_w, "os": os, "time": time, "signal": signal}
     try:
         exec(compile(job.source, "submission.py", "exec"), namespace)
@@ -110,9 +112,9 @@ def scripted_inputs(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> Non
         send(protocol.CHILD_RESULT, report.header(), body)
 
 
-def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None:
+def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None], area: ChildArea | None) -> None:
     """A benchmark's module child (execute_bench.py bench_main), in plain Python: ready, its module loaded when
-    told, then one call of `f` per command on the inputs the command carries."""
+    told, then one call of `f` per command on the inputs the command places in its area, its value left there."""
     if not job.source:
         scripted_inputs(cmd_r, job, send)
     bench = job.bench
@@ -127,21 +129,23 @@ def scripted_bench(cmd_r: int, job: ChildJob, send: Callable[..., None]) -> None
         os._exit(0)
     send(protocol.CHILD_LOAD, Report(Outcome.OK).header())
     function = None if bench.null else namespace[bench.entry_point]  # the null module: a value of the size told
+    assert area is not None
+    namespace["AREA"] = area
     while True:
         try:
-            kind, header, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
+            kind, header, _ = protocol.read_frame(cmd_r, max_body=0)
         except EOFError:
             os._exit(0)
         command = CallCommand.parse(header, bench)
         namespace["CALL"] = command
         try:
-            json.loads(body)
+            body = bytes(area.inputs(command.at, command.length))
             value = b"n" * command.value_bytes if function is None else str(function(*json.loads(body))).encode()
             report = Report(Outcome.OK, index=command.call)  # after the call: a forging module may move it
         except Exception as exc:  # noqa: BLE001 - the call's error
             report, value = Report(Outcome.ERROR, message=str(exc), index=command.call), b""
         sys.stdout.flush()
-        send(protocol.CHILD_RESULT, report.header(), value)
+        send(protocol.CHILD_RESULT, report.header(), area.put_value([value]) if report.status == Outcome.OK else b"")
 
 
 def never_ready_child(cmd_r: int, res_w: int, out_w: int) -> None:
@@ -166,7 +170,7 @@ class ScriptedForker:
         self.live: set[int] = set()
         self.exits: dict[int, int] = {}
 
-    def fork_child(self, fds: tuple[int, int, int]) -> int:
+    def fork_child(self, fds: tuple[int, ...]) -> int:
         pid = os.fork()
         if pid == 0:
             try:

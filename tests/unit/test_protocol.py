@@ -268,29 +268,3 @@ def test_the_settings_put_back_are_the_ones_the_contract_names() -> None:
     )
     assert isinstance(table, ast.Dict)
     assert tuple(key.value for key in table.keys) == grader_side.SETTING_NAMES  # type: ignore[union-attr]
-
-
-def test_a_frame_written_in_parts_reads_as_the_parts_in_a_row() -> None:
-    """write_parts (a benchmark call's value, written straight from its arrays): more parts than one writev takes,
-    empty ones, views of other types than bytes, through a pipe small enough that writes come back partial."""
-    import fcntl
-    import os
-    import threading
-    from array import array
-
-    parts: list = [b"head", b"", memoryview(bytearray(b"xyz")), memoryview(array("d", [1.5, -2.0]))]
-    parts += [bytes([i % 251]) * (i % 7) for i in range(3 * runner_side.IOV_MAX)]
-    parts.append(memoryview(bytes(range(256)) * 1024))  # 256 KiB: several pipe-fulls
-    expected = b"".join(bytes(memoryview(part).cast("B")) for part in parts)
-    read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, 1031, 4096)  # F_SETPIPE_SZ: one page
-    got: list = []
-    reader = threading.Thread(target=lambda: got.append(runner_side.read_frame(read_fd, max_body=len(expected))))
-    reader.start()
-    try:
-        runner_side.write_parts(write_fd, runner_side.CHILD_RESULT, {"index": 3}, parts)
-    finally:
-        reader.join(timeout=30)
-        os.close(write_fd)
-        os.close(read_fd)
-    assert got == [(runner_side.CHILD_RESULT, {"index": 3}, expected)]
