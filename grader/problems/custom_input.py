@@ -16,10 +16,42 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from grader.problems.custom_test import Argument, CustomTest
+
+class ArgumentSpec(Protocol):
+    """What this module reads of a custom test's argument (custom_test.py Argument)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def dtype(self) -> str | None: ...
+    @property
+    def shape(self) -> list[int | str] | None: ...
+    @property
+    def min(self) -> Any: ...
+    @property
+    def max(self) -> Any: ...
+    @property
+    def finite(self) -> bool: ...
+    @property
+    def max_elements(self) -> int: ...
+    @property
+    def default(self) -> Any: ...
+
+
+class CustomTestSpec(Protocol):
+    """What this module reads of a custom test (custom_test.py CustomTest)."""
+
+    @property
+    def arguments(self) -> Sequence[ArgumentSpec]: ...
+    @property
+    def dimensions(self) -> Mapping[str, Any]: ...
+    @property
+    def code(self) -> str: ...
+
 
 # The dtypes a tensor argument may have: those of the wire's list (containers/protocol.py WIRE_DTYPES)
 # that torch.tensor builds from a list of Python numbers as written. Floats: the largest finite value
@@ -124,7 +156,7 @@ def _resolved(bound: int | float | str | None, values: Mapping[str, Value]) -> t
     return base + offset, f"{bound.strip()} = {base + offset}"  # type: ignore[union-attr]
 
 
-def validate_inputs(test: CustomTest, given: Any, where: str = "inputs") -> dict[str, Value]:
+def validate_inputs(test: CustomTestSpec, given: Any, where: str = "inputs") -> dict[str, Value]:
     """Every argument's value: as given, or its default when left out. InputsRefused otherwise."""
     if not isinstance(given, dict):
         raise InputsRefused([f"{where}: expected an object of argument values, got {kind(given)}"])
@@ -149,7 +181,7 @@ def validate_inputs(test: CustomTest, given: Any, where: str = "inputs") -> dict
 
 
 def _value(
-    test: CustomTest, argument: Argument, raw: Any, path: str, values: Mapping[str, Value], sizes: dict
+    test: CustomTestSpec, argument: ArgumentSpec, raw: Any, path: str, values: Mapping[str, Value], sizes: dict
 ) -> Value:
     lo, lo_text = _resolved(argument.min, values)
     hi, hi_text = _resolved(argument.max, values)
@@ -199,8 +231,8 @@ def _number(raw: Any, path: str, dtype: str, lo: Any, lo_text: str, hi: Any, hi_
 
 
 def _tensor(
-    test: CustomTest,
-    argument: Argument,
+    test: CustomTestSpec,
+    argument: ArgumentSpec,
     raw: Any,
     path: str,
     bounds: tuple[Any, str, Any, str],
@@ -242,8 +274,8 @@ def _tensor(
 
 
 def _dimensions(
-    test: CustomTest,
-    argument: Argument,
+    test: CustomTestSpec,
+    argument: ArgumentSpec,
     shape: Sequence[int | str],
     found: Sequence[int],
     path: str,
@@ -324,7 +356,7 @@ def literal(value: Value, argument_type: str) -> str:
     return _scalar(value, {"int": "int64", "float": "float64"}.get(argument_type, "bool"))
 
 
-def custom_code(test: CustomTest, values: Mapping[str, Value]) -> str:
+def custom_code(test: CustomTestSpec, values: Mapping[str, Value]) -> str:
     """The custom test's code on these values: one line that binds every argument, then the author's
     body (so its line N is line N + 1 of what runs)."""
     bindings = "; ".join(

@@ -9,10 +9,23 @@ import secrets
 import signal
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from .child import Child
 from .messages import Report
 from .protocol import Outcome
+from .zygote import ZygoteClient
+
+
+class Host(Protocol):
+    """What a benchmark needs of the runner (runner.py): its zygote, its frames out, its spare child."""
+
+    forker: ZygoteClient
+
+    def emit(self, kind: bytes, header: dict, body: bytes = b"", hold: bool = False) -> None: ...
+
+    def drop_spare(self) -> None: ...
+
 
 FREEZE_WAIT_S = 0.5
 STOPPED_STATES = (b"T", b"t", b"Z", b"X")

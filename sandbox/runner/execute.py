@@ -1,5 +1,5 @@
-"""What runs in a forked child: confine itself, load the submission, then run the tests the runner
-sends, one at a time, answering each with one frame.
+"""What a test job's child does once confined (child_main.py): load the submission, then run the tests the
+runner sends, one at a time, answering each with one frame.
 
 The child is where untrusted code runs. Nothing it writes is believed by the trusted side beyond the
 shape of the data: the runner keeps its own clock, and the grader decodes every result strictly.
@@ -25,9 +25,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import confine, forbid, protocol, torchstate, values
-from . import shared as shared_area
-from .messages import ChildJob, Report, TestCommand
+from . import protocol, torchstate, values
+from .child_job import ChildJob
+from .messages import Report, TestCommand
 from .protocol import Outcome
 from .testcode import compile_test, test_filename
 
@@ -88,22 +88,6 @@ def _is_memory_failure(exc: BaseException) -> bool:
 
 def _failure(exc: BaseException) -> Report:
     return _describe(exc, Outcome.MEMORY if _is_memory_failure(exc) else Outcome.ERROR)
-
-
-def _isolate(cmd_r: int, res_w: int, out_w: int, shared: int) -> None:
-    os.setsid()
-    devnull = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out_w, 1)
-    os.dup2(out_w, 2)
-    keep = {0, 1, 2, cmd_r, res_w, shared}
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def _flush_output() -> None:
@@ -281,19 +265,6 @@ return {"out": y, "n": [1, 2.5, "s", None, True], "v": y.max().item(), "r": floa
 """
 
 
-def _area(shared: int, job: ChildJob) -> shared_area.ChildArea | None:
-    """A benchmark module's area, mapped (its descriptor closed); for any other job, its descriptor closed."""
-    if shared < 0:
-        return None
-    if job.bench is None or not job.source:
-        os.close(shared)
-        return None
-    try:
-        return shared_area.ChildArea(shared)
-    except (OSError, ValueError, shared_area.AreaError):
-        os._exit(EXIT_NOT_CONFINED)
-
-
 def warm_up() -> None:
     """Our own code, before any job: nothing of a submission or a test is in this process yet. The
     random states are put back, so what a submission draws at load is what it would draw without it."""
@@ -306,39 +277,9 @@ def warm_up() -> None:
         np.random.set_state(states[2])
 
 
-def child_main(cmd_r: int, res_w: int, out_w: int, shared: int = -1, protected: tuple[int, ...] = ()) -> None:
-    """Never returns: the child leaves through os._exit so no atexit hook of the submission runs. `shared`: a
-    benchmark module's area (shared.py), mapped before its limits apply, else closed unused."""
-    _isolate(cmd_r, res_w, out_w, shared)
-    confinement = confine.Confinement(protected)
-    try:
-        confinement.prepare()
-        warm_up()
-    except (OSError, ValueError):
-        os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
-    # The judge's own settings, put back before and after every test: read before the job comes (nothing but
-    # the confinement runs in between), so that reading them is not on the job's path.
-    settings = torchstate.snapshot()
-    _send(
-        res_w, protocol.CHILD_READY, Report(Outcome.OK).header()
-    )  # the runner hands its container back once it has this
-    try:
-        kind, _, body = protocol.read_frame(cmd_r, max_body=protocol.MAX_JOB_BYTES)
-        if kind != protocol.CHILD_JOB:
-            os._exit(EXIT_BAD_JOB)
-        job = ChildJob.parse(body)
-    except (EOFError, protocol.FrameError, OSError):
-        os._exit(EXIT_BAD_JOB)
-    area = _area(shared, job)
-    try:
-        confinement.apply(job.memory_mb, job.cpu_s, job.protect, job.cpu)
-    except (OSError, ValueError):
-        os._exit(EXIT_NOT_CONFINED)  # never run a submission half-confined
-    forbid.apply(job.forbid)  # before the module loads: it never holds a forbidden function
-    if job.bench is not None:
-        from .execute_bench import bench_main  # a benchmark's child (it builds on this module)
-
-        bench_main(cmd_r, res_w, job, area)
+def serve_tests(cmd_r: int, res_w: int, job: ChildJob, settings: dict) -> None:
+    """Never returns: a test job's child (child_main.py), confined: loads the submission, then runs each test the
+    runner sends. `settings`: the judge's own torch settings, read before the job came."""
     entry_points, failure = load_submission(job.source, job.entry_points)
     helpers, max_result = job.helpers, job.max_result_bytes
     del job

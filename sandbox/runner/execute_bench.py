@@ -30,8 +30,9 @@ import torch
 
 from . import protocol, values
 from .bench_job import Bench, CallCommand
+from .child_job import ChildJob
 from .execute import EXIT_BAD_JOB, _encode_result, _failure, _send, _test_globals, load_submission
-from .messages import ChildJob, Report
+from .messages import Report
 from .protocol import Outcome
 from .shared import AreaError, ChildArea
 from .testcode import compile_test

@@ -2,7 +2,7 @@
 
 The zygote (zygote.py) is PID 1 and never sees a job: it forks the runner (runner.py), which serves
 jobs on stdin/stdout, and then every child on the runner's request, so no child ever holds a copy of
-a job that is not its own. What runs in a child is execute.py.
+a job that is not its own. What runs in a child is child_main.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
 # Every module a child may use, imported here: a child reads no file of the runner's once Landlock holds it
-# (execute.py and messages.py reach the benchmark's modules only when a job is a benchmark).
-from runner import bench_job, confine, execute, execute_bench, hugepages, prewarm, values, zygote  # noqa: E402, F401
+# (child_main.py is every child's entry, a test job's and a benchmark's).
+from runner import child_main, confine, hugepages, prewarm, values, zygote  # noqa: E402
 from runner.runner import Runner, protect_runner  # noqa: E402
 
 
@@ -58,4 +58,4 @@ if __name__ == "__main__":
     protect_runner()
     _warm_up()
     hugepages.collapse()  # forks, and children's ends, cost a quarter of what they did (hugepages.py)
-    zygote.run(_serve, execute.child_main, confine.prebuild)
+    zygote.run(_serve, child_main.child_main, confine.prebuild)

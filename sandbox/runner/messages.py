@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import pairwise, takewhile
+from itertools import pairwise
 from typing import Any
 
 from .protocol import (
@@ -145,24 +145,6 @@ class Job:
         bound on the whole job counts the same (grader/grading/execution.py job_bound_s)."""
         return (1 + memory_switches([test.limits for test in self.tests])) * self.load_time_s
 
-    def for_child(self, first: int) -> ChildJob:
-        """A child's share of the job, for the tests from `first` on that it may run (never their code: it
-        gets each test when it runs): the memory it is confined to is that test's, and so is every test's
-        it runs (runner.py starts a fresh child where a test's memory differs)."""
-        tests = self.tests[first:]
-        runs = list(takewhile(lambda test: test.limits.memory_mb == tests[0].limits.memory_mb, tests))
-        # The CPU time the child may use in all, a backstop to the runner's own clock on each test.
-        cpu_s = sum(test.limits.time_s for test in runs) + 2 * max(t.limits.time_s for t in runs) + self.load_time_s + 5
-        return ChildJob(
-            source=self.source,
-            entry_points=self.entry_points,
-            memory_mb=tests[0].limits.memory_mb,
-            cpu_s=cpu_s,
-            max_result_bytes=self.max_result_bytes,
-            helpers=self.helpers,
-            forbid=self.forbid,
-        )
-
 
 MAX_FORBIDDEN = 32
 
@@ -175,52 +157,6 @@ def _names(names: Any) -> tuple[str, ...]:
         if type(name) is not str or len(name) > 200 or not all(part.isidentifier() for part in name.split(".")):
             raise FrameError("malformed job: forbid")
     return tuple(names)
-
-
-@dataclass(frozen=True)
-class ChildJob:
-    """What a child needs to load the submission and run tests: the runner sends it, the child reads it."""
-
-    source: str
-    entry_points: tuple[str, ...]
-    memory_mb: int
-    cpu_s: float
-    max_result_bytes: int
-    helpers: str = ""
-    # A benchmark's child (bench_job.py): the inputs it builds before loading the module and the function it
-    # calls; the CPU it is pinned to; other processes of the container it may not signal (the baseline's).
-    bench: Any = None
-    cpu: int = -1
-    protect: tuple[int, ...] = ()
-    forbid: tuple[str, ...] = ()  # Job.forbid
-
-    def payload(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
-
-    @classmethod
-    def parse(cls, body: bytes) -> ChildJob:
-        raw = loads_bounded(body, MAX_JOB_DEPTH + 1)
-        try:
-            job = cls(**raw)  # type: ignore[arg-type]
-            if job.bench is not None:
-                from .bench_job import Bench  # the benchmark's part of the contract builds on this module
-
-                object.__setattr__(job, "bench", Bench.of(job.bench))
-        except TypeError as exc:
-            raise FrameError(f"malformed child job: {type(exc).__name__}") from None
-        if type(job.protect) is not list or not all(type(pid) is int and 0 < pid < 2**22 for pid in job.protect):
-            raise FrameError("malformed child job: protect")
-        object.__setattr__(job, "protect", tuple(job.protect))
-        object.__setattr__(job, "forbid", _names(job.forbid))
-        _number(job.cpu, -1, 4095, "cpu", integer=True)
-        _text(job.source, "source")
-        _text(job.helpers, "helpers")
-        if type(job.entry_points) is not list or not all(type(name) is str for name in job.entry_points):
-            raise FrameError("malformed child job: entry points")
-        _number(job.memory_mb, MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, "memory_mb", integer=True)
-        _number(job.cpu_s, 0, 10**6, "cpu_s")
-        _number(job.max_result_bytes, MIN_RESULT_BYTES, MAX_RESULT_BYTES, "max_result_bytes", integer=True)
-        return job
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import traceback
 from . import cleanup, landlock, protocol, timing, zygote
 from .bench_job import BenchJob
 from .child import Child
+from .child_job import for_child
 from .messages import Job, Report, TestCommand
 from .outcomes import memory_outcome
 from .protocol import Outcome
@@ -107,7 +108,7 @@ class Runner:
             if first == 0:  # nothing of this job has run in this container yet: the sandbox's failure, not the job's
                 raise ChildNotReady(not_ready.message or "")
             return not_ready
-        child_job = job.for_child(first)
+        child_job = for_child(job, first)
         proc.memory_mb = child_job.memory_mb
         if not proc.send(protocol.CHILD_JOB, {}, child_job.payload(), deadline):
             return proc.unsent_outcome(oom_before, "loading")

@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import TYPE_CHECKING
 
 from . import cleanup, protocol
-from .bench_children import Reservoir, cpu_ns, end_alone, freeze, inputs_failed, pick_cpu, said, thaw, widen
+from .bench_children import Host, Reservoir, cpu_ns, end_alone, freeze, inputs_failed, pick_cpu, said, thaw, widen
 from .bench_job import GIVE_UP_S, NULL_SOURCE, BenchJob, CallCommand, autorange
 from .child import Child
-from .messages import ChildJob, Report
+from .child_job import ChildJob
+from .messages import Report
 from .outcomes import memory_outcome
 from .protocol import Outcome
 from .shared import LENGTH, AreaError, SharedArea
-
-if TYPE_CHECKING:
-    from .runner import Runner
 
 MIN_NET_NS = 1_000  # a call's time, the harness's taken off, at least: noise cannot make it nothing
 
@@ -45,7 +42,7 @@ class Benchmark:
     """One benchmark job, run to its end: frames LOAD, then per size the kept calls (CALL) and the times (SIZE),
     then BENCH_END; the runner's DONE follows as after any job."""
 
-    def __init__(self, runner: Runner, job: BenchJob) -> None:
+    def __init__(self, runner: Host, job: BenchJob) -> None:
         self.runner, self.job, self.bench = runner, job, job.bench
         self.cpu = pick_cpu()
         self.oom_before = cleanup.oom_kills()
@@ -395,5 +392,5 @@ class Benchmark:
         self.runner.emit(protocol.BENCH_END, header)
 
 
-def run_bench(runner: Runner, job: BenchJob) -> None:
+def run_bench(runner: Host, job: BenchJob) -> None:
     Benchmark(runner, job).run()

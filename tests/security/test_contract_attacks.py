@@ -21,6 +21,7 @@ from grader.containers.protocol import DONE, LOAD, TEST
 from grader.grading.execution import build_job, job_bound_s
 from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
 from sandbox.runner import protocol
+from sandbox.runner.child_job import for_child
 from sandbox.runner.messages import Job, JobTest, Limits, Report
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, FrameError, Outcome
 from tests.unit.runner_harness import HostRunner, job
@@ -148,7 +149,7 @@ def test_a_childs_cpu_budget_counts_only_the_tests_it_may_run() -> None:
     """for_child sums every later test of the same memory, not the run this child serves (a fresh child
     follows the first test of another memory): the backstop grows with tests it never runs."""
     tests = _limits((1.0, 256), (1.0, 1024), (60.0, 256), (60.0, 256))
-    child = _job(tests).for_child(0)
+    child = for_child(_job(tests), 0)
     assert child.memory_mb == 256
     assert child.cpu_s <= 1.0 + 2 * 1.0 + 5.0 + 5, child.cpu_s  # 192.0: tests 3 and 4 counted
 
@@ -157,9 +158,9 @@ def test_a_childs_cpu_budget_covers_its_run() -> None:
     """Defence that holds: never less than the run's time, its load and the two spare test times."""
     tests = _limits((1.0, 256), (2.0, 256), (0.5, 1024), (3.0, 1024), (3.0, 256))
     job_ = _job(tests)
-    assert job_.for_child(0).cpu_s >= 3.0 + 2 * 2.0 + 5.0
-    assert job_.for_child(2).cpu_s >= 3.5 + 2 * 3.0 + 5.0 and job_.for_child(2).memory_mb == 1024
-    assert job_.for_child(4).cpu_s >= 3.0 + 2 * 3.0 + 5.0
+    assert for_child(job_, 0).cpu_s >= 3.0 + 2 * 2.0 + 5.0
+    assert for_child(job_, 2).cpu_s >= 3.5 + 2 * 3.0 + 5.0 and for_child(job_, 2).memory_mb == 1024
+    assert for_child(job_, 4).cpu_s >= 3.0 + 2 * 3.0 + 5.0
 
 
 # -- (c) anyone feeding the runner a job ----------------------------------------------------------------------

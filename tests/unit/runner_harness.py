@@ -30,7 +30,8 @@ from grader.containers.frames import Frame, FrameDecoder, encode, encode_job
 from grader.containers.protocol import BENCH_END, CALL, DONE, HELLO, LOAD, SIZE, TEST
 from sandbox.runner import cleanup, protocol, runner
 from sandbox.runner.bench_job import Bench, BenchJob, BenchSize, CallCommand
-from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report, TestCommand
+from sandbox.runner.child_job import ChildJob
+from sandbox.runner.messages import Job, JobTest, Limits, Report, TestCommand
 from sandbox.runner.protocol import Outcome
 from sandbox.runner.shared import ChildArea
 

@@ -15,7 +15,8 @@ from grader.containers import protocol as grader_side
 from grader.grading.execution import build_job
 from sandbox.runner import bench_job, messages
 from sandbox.runner import protocol as runner_side
-from sandbox.runner.messages import ChildJob, Job, JobTest, Limits, Report
+from sandbox.runner.child_job import ChildJob, for_child
+from sandbox.runner.messages import Job, JobTest, Limits, Report
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, LOAD_OUTCOMES, TEST_OUTCOMES, FrameError, Outcome
 
 RUNNER = Path(runner_side.__file__).resolve().parent
@@ -120,7 +121,7 @@ def test_the_runner_refuses_a_malformed_job(body: bytes) -> None:
 def test_a_child_gets_the_memory_of_the_tests_it_runs() -> None:
     small, large = Limits(1, 256, 64), Limits(3, 1024, 64)
     job = _job(tests=(JobTest("1", 0, small), JobTest("2", 0, small), JobTest("3", 0, large)))
-    first, last = job.for_child(0), job.for_child(2)
+    first, last = for_child(job, 0), for_child(job, 2)
     assert (first.memory_mb, last.memory_mb) == (256, 1024)
     assert first.cpu_s >= 1 + 1 + job.load_time_s and last.cpu_s >= 3 + job.load_time_s
     assert ChildJob.parse(first.payload()).memory_mb == 256

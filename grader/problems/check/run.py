@@ -215,7 +215,7 @@ class ProblemChecker:
         if problem.problem.custom_test is not None:
             emit(self._custom(problem, locate))
         if problem.speed is not None:
-            emit(speed_step(self, problem, locate, seeds[0]))
+            emit(speed_step(self.sandbox, self.sandboxes(), problem, locate, seeds[0]))
 
     def _custom(self, problem: LoadedProblem, locate: Locator) -> CheckStep:
         """The custom-input test on its defaults (check_custom.py): the reference twice, apart, then each

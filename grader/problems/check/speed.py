@@ -24,7 +24,8 @@ from grader.problems.check.locate import Locator
 from grader.problems.check.report import CheckStep, StepStatus
 
 if TYPE_CHECKING:
-    from grader.problems.check.run import ProblemChecker
+    from grader.config_groups import SandboxSettings
+    from grader.grading.model import Sandboxes
     from grader.problems.registry import LoadedProblem
 
 NOISE = 1.25  # the reference against itself: within [1 / NOISE, NOISE] when its interval does not hold 1
@@ -56,13 +57,14 @@ def _against_itself(grader: SpeedGrader, problem: LoadedProblem, seed: int | Non
     return grader.grade(problem, problem.reference, seed, accepted, against=against)
 
 
-def speed_step(checker: ProblemChecker, problem: LoadedProblem, locate: Locator, seed: int | None) -> CheckStep:
+def speed_step(
+    sandbox: SandboxSettings, sandboxes: Sandboxes, problem: LoadedProblem, locate: Locator, seed: int | None
+) -> CheckStep:
     speed = problem.speed
     assert speed is not None
     started = time.monotonic()
-    sandboxes = checker.sandboxes()
-    expected = ExpectedCache(checker.sandbox, sandboxes, load=lambda key: None, save=lambda key, data: None)
-    grader = SpeedGrader(checker.sandbox, sandboxes, expected, LOCAL)
+    expected = ExpectedCache(sandbox, sandboxes, load=lambda key: None, save=lambda key, data: None)
+    grader = SpeedGrader(sandbox, sandboxes, expected, LOCAL)
     accepted = Verdict(status=Status.ACCEPTED, score=1.0)
     errors: list[str] = []
     details: list[str] = []
