@@ -7,6 +7,7 @@ from the sandbox is ever called.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import struct
@@ -242,6 +243,10 @@ def _decode(body: bytes) -> Any:
         )
     except protocol.FrameError as exc:
         raise MalformedValue(f"value manifest is not valid: {exc}") from None
+    # Byte for byte as the sandbox's encoder writes it (values.py: compact JSON): a value's length is the
+    # judge's measure of it (a benchmark's null module returns as many bytes), so no padding may lengthen it.
+    if json.dumps(manifest, separators=(",", ":")).encode() != body[4 : 4 + manifest_len]:
+        raise MalformedValue("value manifest is not in the form the judge writes")
     decoder = _Decoder(memoryview(body)[4 + manifest_len :])
     value = decoder.node(manifest, 0)
     if decoder.offset != len(decoder.blob):

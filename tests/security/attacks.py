@@ -467,7 +467,7 @@ def frame(kind, header, body=b""):
 
 def value(shape):
     tensor = {"t": "tensor", "dtype": "float32", "shape": shape}
-    manifest = json.dumps({"t": "dict", "items": [["out", tensor]]}).encode()
+    manifest = json.dumps({"t": "dict", "items": [["out", tensor]]}, separators=(",", ":")).encode()
     count = 1
     for size in shape:
         count *= size
@@ -498,7 +498,7 @@ def embed_tokens(embedding, tokens, d_model):
 def embed_tokens(embedding, tokens, d_model):
     # Well-formed on its face (zero elements, zero bytes), but numpy cannot even describe the shape.
     tensor = {"t": "tensor", "dtype": "float32", "shape": [0] + [2**31 - 1] * 7}
-    manifest = json.dumps({"t": "dict", "items": [["out", tensor]]}).encode()
+    manifest = json.dumps({"t": "dict", "items": [["out", tensor]]}, separators=(",", ":")).encode()
     value = struct.pack(">I", len(manifest)) + manifest
     forge_on_every_fd(frame(b"r", {"status": "ok", "index": test_number() - 1}, value))
     return torch.zeros(*tokens.shape, d_model)

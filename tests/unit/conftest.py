@@ -20,11 +20,12 @@ from grader.containers.protocol import MAGIC
 
 # -- values: u32 (big-endian) manifest length | JSON manifest | raw little-endian array bytes ----------
 def _make_body(manifest: Any, *arrays: np.ndarray | bytes, manifest_bytes: bytes | None = None) -> bytes:
-    """A value body: `manifest` as JSON (or `manifest_bytes` verbatim), then each array's raw bytes in order.
+    """A value body: `manifest` as the judge writes it (compact JSON; or `manifest_bytes` verbatim), then each
+    array's raw bytes in order.
 
     Arrays are written little-endian whatever their byte order; `bytes` are appended as they are.
     """
-    head = manifest_bytes if manifest_bytes is not None else json.dumps(manifest).encode()
+    head = manifest_bytes if manifest_bytes is not None else json.dumps(manifest, separators=(",", ":")).encode()
     blobs = []
     for array in arrays:
         if isinstance(array, bytes):
