@@ -7,31 +7,10 @@ from __future__ import annotations
 import pytest
 
 from tests.security.conftest import Submit
+from tests.security.test_attack_speed_shared_area import FAST, FIND, PROBLEM
 from tests.speed_verdicts import speed_seen, timed
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
-
-PROBLEM = "pairwise-distances"
-FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
-
-FIND = """import ctypes
-import os
-import struct
-import sys
-
-import torch
-
-
-def _judge():
-    frame = sys._getframe(2)
-    while frame is not None and "area" not in frame.f_locals:
-        frame = frame.f_back
-    if frame is None or type(frame.f_locals.get("command")).__name__ != "CallCommand":
-        return None
-    return frame.f_locals
-
-
-"""
 
 # The null module is told by the subject's result frames how many bytes each of its values is to have
 # (timing.py _region: `lengths`), and returns that many (Ballast: a buffer made anew whenever a length is larger

@@ -18,7 +18,9 @@ PROBLEM = "pairwise-distances"
 FAST = "import torch\n\n\ndef pairwise_distances(x, y):\n    return torch.cdist(x, y)\n"
 
 # The judge's frame around a timed call: its area, its result pipe and the command being served.
-FIND = """import struct
+FIND = """import ctypes
+import os
+import struct
 import sys
 
 import torch
