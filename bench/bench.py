@@ -57,7 +57,8 @@ from common import breakdown_rows, free_port, mean_phases, percentile, read_phas
 from grader.config import Settings  # noqa: E402
 from grader.containers.container import SandboxContainer, docker_client, owner_label  # noqa: E402
 from grader.grading.execution import build_job, job_bound_s  # noqa: E402
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem  # noqa: E402
+from grader.problems.registry import Registry, parse_problem  # noqa: E402
+from sandbox.runner.messages import Limits  # noqa: E402
 
 PROBLEM = "embedding-layer"
 FLOOR = "scale-by-two"
@@ -110,8 +111,10 @@ def post(base: str, problem_id: str, source: str) -> tuple[float, str]:
 def measure_cold(source: str, count: int) -> list[float]:
     """One fresh container per submission: start (import torch), run the job, remove."""
     settings = Settings(data_dir=Path(tempfile.mkdtemp()))
-    limits = EffectiveLimits(
-        time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
+    limits = Limits(
+        time_s=settings.limits.default_time_s,
+        memory_mb=settings.limits.default_memory_mb,
+        output_kb=settings.limits.default_output_kb,
     )
     problem = Registry(limits).make(parse_problem((ROOT / "problems" / f"{PROBLEM}.yaml").read_text(), PROBLEM))
     client = docker_client()
@@ -119,7 +122,7 @@ def measure_cold(source: str, count: int) -> list[float]:
     timings = []
     for _ in range(count):
         started = time.perf_counter()
-        container = SandboxContainer(client, settings.sandbox, settings.limits, owner_label(settings.data_dir))
+        container = SandboxContainer(client, settings.sandbox, settings.limits, owner_label(settings.storage.data_dir))
         try:
             container.start()
             outcome = container.run_job(job, time.monotonic() + job_bound_s(problem, settings.sandbox))
@@ -283,12 +286,14 @@ def measure_limit(problem_text: str, problem_id: str) -> limit.Limit:
     """The problem's limit (bench/limit.py): its reference's tests in one warm process, one CPU (each pass's
     ms), and the same in fresh processes of it."""
     settings = Settings(data_dir=Path(tempfile.mkdtemp()))
-    limits = EffectiveLimits(
-        time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
+    limits = Limits(
+        time_s=settings.limits.default_time_s,
+        memory_mb=settings.limits.default_memory_mb,
+        output_kb=settings.limits.default_output_kb,
     )
     spec = parse_problem(problem_text, problem_id)
     job = build_job(Registry(limits).make(spec), spec.reference, settings.sandbox, seed=1)
-    return limit.measure(settings.sandbox_image, job)
+    return limit.measure(settings.sandbox.image, job)
 
 
 def cpu_speed_ms() -> float:

@@ -18,7 +18,8 @@ from grader.grading.hints import matching_pitfall
 from grader.grading.judge import Expected, compare, judge_module
 from grader.grading.verdict import Status, TestStatus
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 MISTAKES = REPO_ROOT / "tests" / "mistakes"
 
@@ -40,7 +41,7 @@ def old_rule(pitfalls: list[list[Any]], run: ModuleRun, tests: list, rule: Any) 
 
 
 def main() -> int:
-    registry = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=256))
+    registry = Registry(Limits(time_s=10, memory_mb=1024, output_kb=256))
     counts = {"old": 0, "new": 0, "total": 0}
     with tempfile.TemporaryDirectory() as data:
         settings = Settings(data_dir=Path(data))

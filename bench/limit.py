@@ -195,16 +195,19 @@ def measure(image: str, job: Job, passes: int = 200, warm: int = 20, forks: int 
 def main() -> int:
     from grader.config import Settings
     from grader.grading.execution import build_job
-    from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+    from grader.problems.registry import Registry, parse_problem
+    from sandbox.runner.messages import Limits
 
     problem_id = sys.argv[1] if len(sys.argv) > 1 else "embedding-layer"
     settings = Settings()
-    limits = EffectiveLimits(
-        time_s=settings.default_time_s, memory_mb=settings.default_memory_mb, output_kb=settings.default_output_kb
+    limits = Limits(
+        time_s=settings.limits.default_time_s,
+        memory_mb=settings.limits.default_memory_mb,
+        output_kb=settings.limits.default_output_kb,
     )
     spec = parse_problem((ROOT / "problems" / f"{problem_id}.yaml").read_text(), problem_id)
     problem = Registry(limits).make(spec)
-    found = measure(settings.sandbox_image, build_job(problem, spec.reference, settings.sandbox, seed=1))
+    found = measure(settings.sandbox.image, build_job(problem, spec.reference, settings.sandbox, seed=1))
     times = found.passes
     print(f"{problem_id}: {len(problem.tests)} tests, one pass p50 {statistics.median(times):.2f} ms "
           f"(min {min(times):.2f}, max {max(times):.2f}, n={len(times)})")  # fmt: skip

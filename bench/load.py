@@ -439,7 +439,7 @@ def _cleanup(database: str, queue: str, workdir: Path, *, keep: bool) -> None:
 
     engine = docker.from_env()
     for name in ("load-1", "load-2"):
-        label = owner_label(worker_settings(Settings(data_dir=workdir / "data"), name).data_dir)
+        label = owner_label(worker_settings(Settings(data_dir=workdir / "data"), name).storage.data_dir)
         for container in engine.containers.list(all=True, filters={"label": f"{LABEL}={label}"}):
             container.remove(force=True)
     engine.close()

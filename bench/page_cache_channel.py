@@ -142,7 +142,9 @@ def measure_starts(args: argparse.Namespace, count: int) -> None:
         settings = settings_for(args, sandbox_prewarm=prewarm)
         times = []
         for _ in range(count):
-            container = SandboxContainer(client, settings.sandbox, settings.limits, owner_label(settings.data_dir))
+            container = SandboxContainer(
+                client, settings.sandbox, settings.limits, owner_label(settings.storage.data_dir)
+            )
             started = time.perf_counter()
             container.start()
             times.append((time.perf_counter() - started) * 1000)

@@ -41,7 +41,8 @@ from grader.config import Settings  # noqa: E402
 from grader.grading.execution import bench_job  # noqa: E402
 from grader.grading.speed import SpeedGrader  # noqa: E402
 from grader.grading.verdict import Status, Verdict  # noqa: E402
-from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry, parse_problem  # noqa: E402
+from grader.problems.registry import LoadedProblem, Registry, parse_problem  # noqa: E402
+from sandbox.runner.messages import Limits  # noqa: E402
 
 # The idiomatic solution of each speed-graded problem: what a learner who knows torch writes.
 IDIOMATIC = {
@@ -189,7 +190,7 @@ def main() -> int:
     parser.add_argument("--gradings", type=int, default=20, help="gradings for the ordering and spread (0: none)")
     parser.add_argument("problems", nargs="*", default=sorted(IDIOMATIC), help="speed-graded problems to measure")
     args = parser.parse_args()
-    registry = Registry(EffectiveLimits(time_s=4, memory_mb=1024, output_kb=64))
+    registry = Registry(Limits(time_s=4, memory_mb=1024, output_kb=64))
     with speed_bench(args.runtime) as bench:
         grader, settings = bench.grader, bench.settings
         cpu = max(0, (len(__import__("os").sched_getaffinity(0)) - 1))
@@ -198,7 +199,7 @@ def main() -> int:
         for problem_id in args.problems:
             text = (ROOT / "problems" / f"{problem_id}.yaml").read_text()
             problem = registry.make(parse_problem(text, problem_id))
-            fidelity(grader, settings.sandbox_image, problem, args, cpu)
+            fidelity(grader, settings.sandbox.image, problem, args, cpu)
             if args.gradings:
                 ordering(grader, problem, args.gradings)
         print(f"  ({time.monotonic() - started:.0f} s)")

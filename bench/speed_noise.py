@@ -26,7 +26,8 @@ from grader.config import REPO_ROOT
 from grader.grading.execution import bench_job, run_benchmark
 from grader.grading.speed import SpeedGrader
 from grader.grading.verdict import Status, Verdict
-from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
+from grader.problems.registry import LoadedProblem, Registry
+from sandbox.runner.messages import Limits
 
 # The work is a chain of small operations, each costing the same whatever ran before it (no cache to warm,
 # nothing to allocate anew): the baseline's chain is twice as long, so that a solution doing it once is
@@ -75,7 +76,7 @@ ACCEPTED = Verdict(status=Status.ACCEPTED, score=1.0)
 
 
 def load(text: str) -> LoadedProblem:
-    registry = Registry(EffectiveLimits(time_s=4, memory_mb=1024, output_kb=64))
+    registry = Registry(Limits(time_s=4, memory_mb=1024, output_kb=64))
     return registry.make(registry.parse(text, "problem.yaml"))
 
 

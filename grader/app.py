@@ -63,10 +63,10 @@ def create_app(settings: Settings | None = None, components: Components | None =
     # Bodies are counted while they are read, chunked or not; problem uploads get a larger cap.
     app.add_middleware(BodyLimitMiddleware, cap_for=route_caps(settings.limits))
     # Before any body is read: cross-site state-changing requests (403) and the wrong content type (415).
-    allowed = settings.cors_allowed
+    allowed = settings.http.cors_allowed
     app.add_middleware(
         EdgeMiddleware,
-        public_origin=settings.public_origin,
+        public_origin=settings.http.public_origin,
         allowed_origins=frozenset(allowed),
         media_for=DeclaredBodies(app),
     )
@@ -80,11 +80,11 @@ def create_app(settings: Settings | None = None, components: Components | None =
             max_age=600,
         )
     # Before any route: a Host that is none of the service's names (a DNS-rebinding page's) gets 400.
-    app.add_middleware(HostMiddleware, names=settings.served_hosts)
+    app.add_middleware(HostMiddleware, names=settings.http.served_hosts)
     # Outermost: the client's address, as a trusted proxy names it (GRADER_TRUSTED_PROXIES).
-    app.add_middleware(ForwardedMiddleware, proxies=settings.proxies)
-    app.state.waiters = waiter_slots(settings.max_waiters)
-    app.state.streams = stream_slots(settings.max_streams)
+    app.add_middleware(ForwardedMiddleware, proxies=settings.http.proxies)
+    app.state.waiters = waiter_slots(settings.http.max_waiters)
+    app.state.streams = stream_slots(settings.http.max_streams)
     if components is not None:
         app.state.components = components
 

@@ -21,7 +21,7 @@ def _serve(args: argparse.Namespace) -> int:
     from grader.logs import configure_logging
 
     settings = get_settings()
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.logs.format, settings.logs.level)
     server = build_server(create_app(settings), settings, host=args.host, port=args.port)
     try:
         server.run()
@@ -35,8 +35,10 @@ def _worker(args: argparse.Namespace) -> int:
     from grader.logs import configure_logging
 
     settings = get_settings()
-    configure_logging(settings.log_format, settings.log_level)
-    if settings.queue != "celery":
+    configure_logging(settings.logs.format, settings.logs.level)
+    from grader.queue.backends import grades_where_taken
+
+    if grades_where_taken(settings.queueing):
         print("error: `grader worker` grades what Celery delivers: set GRADER_QUEUE=celery", file=sys.stderr)
         return 2
     from grader.worker import run_worker
@@ -49,7 +51,7 @@ def _db(args: argparse.Namespace) -> int:
     from grader.storage import migrate
     from grader.storage.db import make_engine
 
-    engine = make_engine(get_settings().sqlalchemy_url)
+    engine = make_engine(get_settings().storage.sqlalchemy_url)
     try:
         if args.db_command == "upgrade":
             migrate.upgrade_to_head(engine)

@@ -29,12 +29,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import text
 
 from grader.config import Settings
-from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.config_grading import LimitsSettings, SandboxSettings
 from grader.containers.container import owner_label
 from grader.containers.pool import SandboxPool
 from grader.grading.execution import job_bound_s
@@ -46,13 +46,12 @@ from grader.grading.seeds import SeedPool, draws_fresh
 from grader.metrics import Metrics
 from grader.problems.check import CheckReport, SandboxUnavailable
 from grader.problems.check.report import check_seeds
-from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
+from grader.problems.registry import LoadedProblem, Registry
 from grader.problems.uploads import CheckTimeout, Uploads, check_upload
 from grader.problems.watcher import ProblemWatcher
-from grader.queue import Dispatcher
+from grader.queue import Dispatcher, backends
 from grader.queue.calls import CHECK_TASK, RUN_TASK, CheckAnswer, CheckCall, Refusal, RunAnswer, RunCall
 from grader.queue.leases import Leases
-from grader.queue.local import LocalQueue
 from grader.storage import crud, problem_data
 from grader.storage.db import Database
 from grader.storage.migrate import upgrade_to_head
@@ -73,7 +72,7 @@ REFERENCE_CONTAINERS = 1
 @dataclass
 class Components:
     settings: Settings
-    role: Literal["server", "worker"]
+    role: backends.Role
     db: Database
     registry: Registry
     pool: SandboxPool
@@ -97,7 +96,7 @@ class Components:
 
     @property
     def grades_here(self) -> bool:
-        return self.settings.queue == "local" or self.role == "worker"
+        return backends.grades_here(self.settings.queueing, self.role)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -107,7 +106,7 @@ class Components:
         self.pool.start()
         self.references.start()
         if self.grades_here:
-            self.judge.start(self.settings.pool_size)
+            self.judge.start(self.settings.sandbox.pool_size)
             threading.Thread(target=self._prepare_expected, name="expected-outputs", daemon=True).start()
             self.leases.start()
             self.webhooks.start()
@@ -115,7 +114,7 @@ class Components:
         if self.role == "server":  # where submissions come in, and so where their seeds are drawn
             self.seeds.start()
         self.dispatcher.start()
-        if self.settings.queue == "local":
+        if backends.grades_where_taken(self.settings.queueing):
             # This process was the only grader: whatever it left queued or running is graded again.
             with self.db.session() as session:
                 pending = crud.unfinished_submission_ids(session)
@@ -144,7 +143,7 @@ class Components:
         for problem in self.registry.all():
             if self._stopping.is_set():
                 return
-            if draws_fresh(problem) and self.settings.seeds != "fixed":
+            if draws_fresh(problem) and self.settings.seeding.mode != "fixed":
                 continue
             try:
                 self.expected.get(problem, self.pool.image_id, self.seeds.draw(problem))
@@ -185,38 +184,23 @@ def max_grading_s(sandbox: SandboxSettings, registry: Registry) -> float:
     return sandbox.acquire_timeout_s + 2 * longest_job + 60.0
 
 
-def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -> Components:
+def build(settings: Settings, *, role: backends.Role = "server") -> Components:
     """Every part, wired, each given its group of the settings; nothing started (start() does that)."""
-    sandbox, limits, queueing = settings.sandbox, settings.limits, settings.queueing
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    grades_here = settings.queue == "local" or role == "worker"
-    db = Database(settings.sqlalchemy_url)
+    sandbox, limits, queueing, storage = settings.sandbox, settings.limits, settings.queueing, settings.storage
+    storage.data_dir.mkdir(parents=True, exist_ok=True)
+    grades_here = backends.grades_here(queueing, role)
+    db = Database(storage.sqlalchemy_url)
     registry = _registry(limits)
-    owner = owner_label(settings.data_dir)  # of the service's containers: a restart removes what it left
+    owner = owner_label(storage.data_dir)  # of the service's containers: a restart removes what it left
     pool, references = _pools(sandbox, limits, owner, grades_here)
 
-    def load_expected(key: str) -> bytes | None:
-        with db.session() as session:
-            return problem_data.load_expected(session, key=key)
-
-    def save_expected(key: str, data: bytes) -> None:
-        with db.session() as session:
-            problem_data.save_expected(session, key=key, data=data, budget_bytes=settings.expected_cache_mb << 20)
-
+    load_expected, save_expected = problem_data.expected_store(db, storage.expected_cache_mb)
     expected = ExpectedCache(sandbox, references, load_expected, save_expected)
     judge = IsolatedJudge(settings.judge.memory_mb, settings.judge.cpu_s, settings.judge_process_cap)
-
-    def prepare(problem: ProblemSpec, seed: int) -> None:
-        # A Celery-mode API runs no reference: its seeds are ready at once, and the first worker to grade
-        # with one computes its expected outputs, kept in the shared database for every other worker.
-        if grades_here:
-            expected.get(problem, references.image_id or "unknown", seed)
-
-    seeds = SeedPool(settings.seeding, prepare, registry.all)
+    seeds = _seeds(settings, grades_here, expected, references, registry)
     grader = Grader(sandbox, pool, expected, judge)
     notifier = Notifier()
-    # The dispatcher needs the processor, which needs the leases and the metrics, which need the
-    # dispatcher: these closures read `dispatcher` when called, after it is assigned below.
+    # The dispatcher needs the processor, which needs what needs it: these closures read it once assigned below.
     dispatcher: Dispatcher
     metrics = Metrics(db, lambda: dispatcher.depth, pool.status)
     watcher = ProblemWatcher(settings.problems, db, registry)
@@ -229,14 +213,33 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
     )
     webhooks = Deliverer(settings.webhooks, db, registry, metrics)
     processor = Processor(
-        queueing, db, registry, grader, notifier, leases, metrics, watcher.poll_now, lambda _id: webhooks.kick()
+        queueing=queueing,
+        db=db,
+        registry=registry,
+        grader=grader,
+        notifier=notifier,
+        leases=leases,
+        metrics=metrics,
+        refresh_problems=watcher.poll_now,
+        after_verdict=lambda _id: webhooks.kick(),
     )
     runs = _runs(settings, grades_here, owner, load_expected, save_expected, judge)
     calls = _calls(settings, registry, watcher, expected, runs) if role == "worker" else {}
-    dispatcher = _dispatcher(settings, role, db, notifier, processor, calls)
-    check = _upload_check(settings, grades_here, dispatcher, expected, runs)
+    dispatcher = backends.dispatcher(
+        queueing, role, db=db, graders=sandbox.pool_size, handler=processor.process, progress=notifier, calls=calls
+    )
+    check, checked = _upload_check(settings, grades_here, dispatcher, expected, runs), settings.problems.check_seeds
     intake = Intake(
-        queueing, settings.access, limits, settings.webhooks, db, registry, dispatcher, notifier, metrics, seeds
+        queueing=queueing,
+        access=settings.access,
+        limits=limits,
+        webhooks=settings.webhooks,
+        db=db,
+        registry=registry,
+        dispatcher=dispatcher,
+        notifier=notifier,
+        metrics=metrics,
+        seeds=seeds,
     )
     return Components(
         settings=settings,
@@ -256,13 +259,23 @@ def build(settings: Settings, *, role: Literal["server", "worker"] = "server") -
         processor=processor,
         dispatcher=dispatcher,
         intake=intake,
-        uploads=Uploads(
-            db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p, settings.check_seeds))
-        ),
+        uploads=Uploads(db, registry, watcher, check, on_stored=lambda p: seeds.offer(p, check_seeds(p, checked))),
         runs=runs,
         webhooks=webhooks,
         submitters=SubmitterAuth(settings.access),
     )
+
+
+def _seeds(
+    settings: Settings, grades_here: bool, expected: ExpectedCache, references: SandboxPool, registry: Registry
+) -> SeedPool:
+    def prepare(problem: ProblemSpec, seed: int) -> None:
+        # A Celery-mode API runs no reference: its seeds are ready at once, and the first worker to grade
+        # with one computes its expected outputs, kept in the shared database for every other worker.
+        if grades_here:
+            expected.get(problem, references.image_id or "unknown", seed)
+
+    return SeedPool(settings.seeding, prepare, registry.all)
 
 
 def _pools(
@@ -278,10 +291,7 @@ def _pools(
 
 def _registry(limits: LimitsSettings) -> Registry:
     """The problems served: each test's limits, where neither it nor its problem sets them, the server's."""
-    defaults = EffectiveLimits(
-        time_s=limits.default_time_s, memory_mb=limits.default_memory_mb, output_kb=limits.default_output_kb
-    )
-    return Registry(defaults, max_memory_mb=limits.max_memory_mb, devices=limits.device_list)
+    return Registry(limits.defaults, max_memory_mb=limits.max_memory_mb, devices=limits.device_list)
 
 
 def _runs(
@@ -298,27 +308,7 @@ def _runs(
     size = runs.pool_size if grades_here else 0
     pool = SandboxPool(sandbox, limits, owner=f"{owner}-runs", size=size, keep_image=False)
     references = SandboxPool(sandbox, limits, owner=f"{owner}-run-references", size=size, keep_image=False)
-    return Runs(runs, sandbox, pool, references, load, save, judge=judge)
-
-
-def _dispatcher(
-    settings: Settings,
-    role: Literal["server", "worker"],
-    db: Database,
-    notifier: Notifier,
-    processor: Processor,
-    calls: dict[str, Call],
-) -> Dispatcher:
-    queueing = settings.queueing
-    if queueing.backend == "local":
-        return LocalQueue(processor.process, workers=settings.pool_size, max_size=queueing.max_queue)
-    from grader.queue.celery_app import CeleryDispatcher
-
-    if role == "worker":  # workers publish progress; the API relays it to its own waiters
-        dispatcher = CeleryDispatcher(queueing, db, handler=processor.process, calls=calls)
-        notifier.relay = dispatcher.publish
-        return dispatcher
-    return CeleryDispatcher(queueing, db, on_progress=notifier.wake)
+    return Runs(runs=runs, sandbox=sandbox, pool=pool, references=references, load=load, save=save, judge=judge)
 
 
 # -- under Celery: an upload's check and a run, as calls answered by a worker (typed: queue/calls.py) --------

@@ -19,15 +19,15 @@ def worker_settings(settings: Settings, name: str) -> Settings:
     """A worker's settings: its sandbox containers are owned by this worker alone (the pool removes the
     leftovers of its owner at start), so the worker's state lives under data_dir/workers/<name>. Two
     workers on one host get two owners; a worker restarted under its name cleans what it left."""
-    update: dict[str, Any] = {"data_dir": settings.data_dir / "workers" / name}
-    if not settings.database_url:  # keep the one SQLite file, not one per worker
-        update["database_url"] = settings.sqlalchemy_url
-    return settings.model_copy(update=update)
+    update: dict[str, Any] = {"data_dir": settings.storage.data_dir / "workers" / name}
+    if not settings.storage.database_url:  # keep the one SQLite file, not one per worker
+        update["database_url"] = settings.storage.sqlalchemy_url
+    return settings.replace(**update)
 
 
 def run_worker(settings: Settings, *, name: str = "", pool: str = "threads", concurrency: int | None = None) -> int:
     """Builds the grading parts, waits for the sandbox pool, then consumes until stopped."""
-    name = name or settings.worker_name or socket.gethostname()
+    name = name or settings.queueing.worker_name or socket.gethostname()
     settings = worker_settings(settings, name)
     components = build(settings, role="worker")
     components.start()
@@ -36,35 +36,37 @@ def run_worker(settings: Settings, *, name: str = "", pool: str = "threads", con
         if components.pool.image_id is None:
             log.error("worker %s cannot grade: %s", name, components.pool.last_error)
             return 1
-        deadline = time.monotonic() + settings.sandbox_start_timeout_s * 2
+        deadline = time.monotonic() + settings.sandbox.start_timeout_s * 2
         while not components.pool.ready and time.monotonic() < deadline:
             time.sleep(0.2)  # consume only once warm, so that a ready worker gets the work meanwhile
-        if settings.worker_http_port:
+        if settings.queueing.worker_http_port:
 
             def health() -> tuple[bool, dict[str, object]]:
                 ready = components.pool.ready
                 return ready, {"status": "ok", "ready": ready, "sandbox": components.pool.status()}
 
-            http_server = serve_worker_http(components.metrics.render, health, settings.host, settings.worker_http_port)
+            http_server = serve_worker_http(
+                components.metrics.render, health, settings.http.host, settings.queueing.worker_http_port
+            )
         dispatcher = components.dispatcher
         assert isinstance(dispatcher, CeleryDispatcher)
-        concurrency = 1 if pool == "solo" else (concurrency or settings.pool_size)
+        concurrency = 1 if pool == "solo" else (concurrency or settings.sandbox.pool_size)
         worker = dispatcher.app.Worker(
             hostname=f"{name}@{socket.gethostname()}",
             pool=pool,
             concurrency=concurrency,
-            queues=[settings.celery_queue],
+            queues=[settings.queueing.celery_queue],
             without_gossip=True,
             without_mingle=True,
             without_heartbeat=True,
             optimization="fair",
-            loglevel=settings.log_level,
+            loglevel=settings.logs.level,
             quiet=True,  # no banner on stdout: the log says what it would (below), in the log's format
         )
         log.info(
             "worker %s consuming %s with %d %s (sandbox pool of %d)",
             name,
-            settings.celery_queue,
+            settings.queueing.celery_queue,
             concurrency,
             "thread" if pool == "threads" else "process",
             components.pool.size,

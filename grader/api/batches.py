@@ -89,14 +89,15 @@ async def create_batch(
     item's `metadata` is echoed in its verdict; the submissions carry the answer's `batch_id`."""
     client = request.client.host if request.client else None
     place = f"key:{submitter.key_hash}" if submitter.key_hash is not None else f"address:{client}"
-    busy = _TAKING.enter(place, settings.batch_concurrency)
+    busy = _TAKING.enter(place, settings.limits.batch_concurrency)
     if busy is not None:
         raise HTTPException(429, f"{busy}; send this one again", headers={"Retry-After": "2"})
     try:
-        body = await read_json_body(request, BatchCreate, settings.max_batch_bytes)
-        if len(body.items) > settings.max_batch_items:
+        body = await read_json_body(request, BatchCreate, settings.limits.max_batch_bytes)
+        if len(body.items) > settings.limits.max_batch_items:
             raise HTTPException(
-                422, f"a batch has at most {settings.max_batch_items} items, not {len(body.items)}; send it in parts"
+                422,
+                f"a batch has at most {settings.limits.max_batch_items} items, not {len(body.items)}; send it in parts",
             )
 
         def take() -> BatchAccepted:
@@ -156,7 +157,7 @@ def get_batch(
     own batches only (the admin's: any)."""
     owner = None if admin else submitter.key_hash
     with db.session() as session:
-        rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=settings.max_batch_items)
+        rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=settings.limits.max_batch_items)
     if not rows or (owner is not None and any(row.api_key_hash != owner for row in rows)):
         raise HTTPException(404, f"no batch {shown(batch_id)}")
     counts: dict[str, int] = {}

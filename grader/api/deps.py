@@ -26,64 +26,18 @@ from grader.submissions.submitters import Refused, Submitter, SubmitterAuth, has
 MAX_WAIT_S = 60
 
 
-# The dependencies that only look something up are `async def`: FastAPI runs a plain `def` dependency
-# in its thread pool, a thread hop per request for nothing.
-def _components(request: Request) -> Components:
-    return request.app.state.components  # type: ignore[no-any-return]
+# A route names each part it uses as a parameter typed with one of these (`settings: SettingsDep`), never the
+# whole house: the part is looked up on the app's components. The lookups are `async def`: FastAPI runs a
+# plain `def` dependency in its thread pool, a thread hop per request for nothing.
+def _part(name: str) -> Any:
+    if name not in Components.__dataclass_fields__ and not hasattr(Components, name):
+        raise AttributeError(f"the components have no part {name!r}")
 
+    async def part(request: Request) -> Any:
+        return getattr(request.app.state.components, name)
 
-async def get_settings(request: Request) -> Settings:
-    return _components(request).settings
-
-
-async def get_database(request: Request) -> Database:
-    return _components(request).db
-
-
-async def get_registry(request: Request) -> Registry:
-    return _components(request).registry
-
-
-async def get_intake(request: Request) -> Intake:
-    return _components(request).intake
-
-
-async def get_runs(request: Request) -> Runs:
-    return _components(request).runs
-
-
-async def get_notifier(request: Request) -> Notifier:
-    return _components(request).notifier
-
-
-async def get_dispatcher(request: Request) -> Dispatcher:
-    return _components(request).dispatcher
-
-
-async def get_pool(request: Request) -> SandboxPool:
-    return _components(request).pool
-
-
-async def get_metrics(request: Request) -> Metrics:
-    return _components(request).metrics
-
-
-async def get_uploads(request: Request) -> Uploads:
-    return _components(request).uploads
-
-
-async def get_submitters(request: Request) -> SubmitterAuth:
-    return _components(request).submitters
-
-
-async def get_readiness(request: Request) -> Callable[[], tuple[bool, str | None]]:
-    """Whether this process can do its part now, and if not, why (the whole house answers that)."""
-    return _components(request).ready
-
-
-async def get_regrade(request: Request) -> Callable[[str], int]:
-    """Re-queues a problem's submissions; answers how many."""
-    return _components(request).regrade
+    part.__name__ = part.__qualname__ = f"get_{name}"
+    return Depends(part)
 
 
 # A failed comparison's details drawn as HTML (details, an id for the drawing) -> HTML or None: the pages'
@@ -91,24 +45,26 @@ async def get_regrade(request: Request) -> Callable[[str], int]:
 DrawDetails = Callable[[Any, str], "str | None"]
 
 
-async def get_details_drawer(request: Request) -> DrawDetails | None:
+async def _details_drawer(request: Request) -> DrawDetails | None:
     return getattr(request.app.state, "draw_details", None)
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-DatabaseDep = Annotated[Database, Depends(get_database)]
-RegistryDep = Annotated[Registry, Depends(get_registry)]
-IntakeDep = Annotated[Intake, Depends(get_intake)]
-RunsDep = Annotated[Runs, Depends(get_runs)]
-NotifierDep = Annotated[Notifier, Depends(get_notifier)]
-DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
-PoolDep = Annotated[SandboxPool, Depends(get_pool)]
-MetricsDep = Annotated[Metrics, Depends(get_metrics)]
-UploadsDep = Annotated[Uploads, Depends(get_uploads)]
-SubmittersDep = Annotated[SubmitterAuth, Depends(get_submitters)]
-ReadinessDep = Annotated[Callable[[], tuple[bool, str | None]], Depends(get_readiness)]
-RegradeDep = Annotated[Callable[[str], int], Depends(get_regrade)]
-DetailsDrawerDep = Annotated[DrawDetails | None, Depends(get_details_drawer)]
+SettingsDep = Annotated[Settings, _part("settings")]
+DatabaseDep = Annotated[Database, _part("db")]
+RegistryDep = Annotated[Registry, _part("registry")]
+IntakeDep = Annotated[Intake, _part("intake")]
+RunsDep = Annotated[Runs, _part("runs")]
+NotifierDep = Annotated[Notifier, _part("notifier")]
+DispatcherDep = Annotated[Dispatcher, _part("dispatcher")]
+PoolDep = Annotated[SandboxPool, _part("pool")]
+MetricsDep = Annotated[Metrics, _part("metrics")]
+UploadsDep = Annotated[Uploads, _part("uploads")]
+SubmittersDep = Annotated[SubmitterAuth, _part("submitters")]
+# Whether this process can do its part now, and if not, why (the whole house answers that).
+ReadinessDep = Annotated[Callable[[], tuple[bool, str | None]], _part("ready")]
+# Re-queues a problem's submissions; answers how many.
+RegradeDep = Annotated[Callable[[str], int], _part("regrade")]
+DetailsDrawerDep = Annotated[DrawDetails | None, Depends(_details_drawer)]
 
 
 def http_error(refused: Refused) -> HTTPException:
@@ -127,7 +83,7 @@ def is_admin(admin_token: str, request: Request) -> bool:
 
 
 async def admin_caller(request: Request, settings: SettingsDep) -> bool:
-    return is_admin(settings.admin_token, request)
+    return is_admin(settings.access.admin_token, request)
 
 
 AdminCallerDep = Annotated[bool, Depends(admin_caller)]
@@ -139,8 +95,8 @@ async def current_submitter(
 ) -> Submitter:
     """The submitter of a request; 401 when API keys are required and none valid is presented. The admin
     (its token) is a submitter of its own."""
-    if is_admin(settings.admin_token, request):
-        return Submitter(hash_key("admin:" + settings.admin_token))
+    if is_admin(settings.access.admin_token, request):
+        return Submitter(hash_key("admin:" + settings.access.admin_token))
     try:
         return submitters.identify(request.headers)
     except Refused as refused:
@@ -156,9 +112,9 @@ def admin_only(off: str) -> Callable[..., Awaitable[None]]:
     401 without the token."""
 
     async def require_admin(request: Request, settings: SettingsDep) -> None:
-        if not settings.admin_token:
+        if not settings.access.admin_token:
             raise HTTPException(403, off)
-        if not is_admin(settings.admin_token, request):
+        if not is_admin(settings.access.admin_token, request):
             raise HTTPException(401, "a valid admin token is required", headers={"WWW-Authenticate": "Bearer"})
 
     return require_admin

@@ -37,7 +37,7 @@ def healthz(
         "status": "ok",
         "ready": ready,
         "not_ready_because": not_ready_because,
-        "queue": settings.queue,
+        "queue": settings.queueing.backend,
         "sandbox": {**pool_status, "image": pool.image_id, "last_error": pool.last_error},
         "queue_depth": depth,
         "problems": len(registry.all()),

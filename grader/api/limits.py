@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from grader.config_groups import LimitsSettings
+from grader.config_grading import LimitsSettings
 from grader.problems.registry import MAX_PROBLEM_BYTES
 
 log = logging.getLogger(__name__)

@@ -52,7 +52,7 @@ async def create_run(
     stored."""
     payload = await read_json_body(request, RunRequest, submission_body_cap(settings.limits))
     try:
-        check_source(payload.source, settings.max_source_bytes)
+        check_source(payload.source, settings.limits.max_source_bytes)
         problem = intake.problem(payload.problem_id)
         who = submitter.key_hash or (request.client.host if request.client else "anonymous")
         run = await runs.answer(problem, payload, who)

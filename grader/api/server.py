@@ -18,19 +18,19 @@ def build_server(
 ) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
-        host=host or settings.host,
-        port=port or settings.port,
+        host=host or settings.http.host,
+        port=port or settings.http.port,
         # h11 always (never httptools, were it installed), with deadlines on headers and bodies.
-        http=bounded_h11(settings.header_timeout_s, settings.body_timeout_s),
+        http=bounded_h11(settings.http.header_timeout_s, settings.http.body_timeout_s),
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         # Beyond this many connections (or requests in progress) uvicorn answers 503.
-        limit_concurrency=settings.max_connections,
+        limit_concurrency=settings.http.max_connections,
         # The client's address comes from grader/api/forwarded.py, from GRADER_TRUSTED_PROXIES only
         # (uvicorn's own would believe X-Forwarded-For from 127.0.0.1 unasked).
         proxy_headers=False,
         # Open event streams would otherwise hold a shutdown until their submissions finish.
         timeout_graceful_shutdown=5,
-        log_level=settings.log_level.lower(),
+        log_level=settings.logs.level.lower(),
         log_config=None,  # uvicorn's records go through the root logger: one format (GRADER_LOG_FORMAT) for all
     )
     return uvicorn.Server(config)

@@ -76,7 +76,7 @@ async def create_submission(
         payload = await read_json_body(request, SubmissionCreate, submission_body_cap(settings.limits))
         if payload.seed is not None and not admin:
             raise Refused(403, "seed: only the admin may choose a submission's seed")
-        check_source(payload.source, settings.max_source_bytes)
+        check_source(payload.source, settings.limits.max_source_bytes)
         problem = intake.problem(payload.problem_id)
         # Off the event loop: checking a callback URL resolves its host.
         callback = (

@@ -18,7 +18,7 @@ from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
 from grader import phases
-from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.config_grading import LimitsSettings, SandboxSettings
 from grader.containers.frames import Frame, FrameDecoder, FrameError, encode_job
 from grader.containers.hardening import GVISOR_EXTRA_MEMORY_MB, GVISOR_PIDS_FACTOR, ipc_sysctls, is_gvisor, no_host_logs
 from grader.containers.losses import SandboxLost, SandboxProtocolError

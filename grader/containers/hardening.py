@@ -7,7 +7,7 @@ import os
 
 from docker.types import LogConfig
 
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 
 
 def ipc_sysctls(sandbox: SandboxSettings) -> dict[str, str]:

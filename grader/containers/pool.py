@@ -18,7 +18,7 @@ import time
 
 import docker
 
-from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.config_grading import LimitsSettings, SandboxSettings
 from grader.containers.container import LABEL, SandboxContainer
 from grader.containers.losses import NoSandboxFree, SandboxLost
 from grader.containers.prewarm import ImageKeeper, keep_image_resident

@@ -39,7 +39,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.types import Ulimit
 
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 from grader.containers.container import DOCKER_STREAM_HEADER, LABEL
 from grader.containers.hardening import no_host_logs
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader import phases
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 from grader.containers.bench import BenchOutcome, run_bench
 from grader.containers.container import LOADING, SandboxContainer
 from grader.containers.losses import SandboxLost
-from grader.containers.protocol import Bench, BenchJob, BenchSize, Job, JobTest, Limits, LoadHeader, Outcome, TestHeader
+from grader.containers.protocol import Bench, BenchJob, BenchSize, Job, JobTest, LoadHeader, Outcome, TestHeader
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.model import ProblemSpec, Sandboxes
 from grader.grading.seeds import per_test_seeds
@@ -157,11 +157,7 @@ def build_job(
         source=source,
         entry_points=tuple(problem.entry_points),
         tests=tuple(
-            JobTest(
-                code=test.code,
-                seed=test_seed,
-                limits=Limits(time_s=limits.time_s, memory_mb=limits.memory_mb, output_kb=limits.output_kb),
-            )
+            JobTest(code=test.code, seed=test_seed, limits=limits)
             for test, test_seed, limits in zip(problem.tests, seeds, problem.test_limits, strict=True)
         ),
         max_result_bytes=sandbox.max_result_bytes,
@@ -280,7 +276,7 @@ def bench_job(
             device=speed.device,
             helpers=problem.helpers,
         ),
-        limits=Limits(time_s=limits.time_s, memory_mb=limits.memory_mb, output_kb=limits.output_kb),
+        limits=limits,
         load_time_s=sandbox.load_time_s,
         max_result_bytes=min(max_result_bytes or sandbox.max_result_bytes, sandbox.max_result_bytes),
         max_ratio=GIVE_UP_FACTOR / speed.threshold if baseline and give_up else 0.0,

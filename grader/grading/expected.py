@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 from grader.containers.protocol import Outcome
 from grader.containers.values import MalformedValue, decode_value
 from grader.grading.execution import MISSING, ModuleRun, Sticky, bench_job, run_benchmark, run_module

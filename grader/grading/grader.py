@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 
 from grader import phases
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 from grader.containers.losses import SandboxLost
 from grader.grading.bounds import bound_verdict
 from grader.grading.execution import NoSandbox, TestRun, run_module

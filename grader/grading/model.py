@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from grader.containers.container import SandboxContainer
+from sandbox.runner.messages import Limits
 
 
 class TestSpec(Protocol):
@@ -41,15 +42,6 @@ class PitfallSpec(Protocol):
     def module(self) -> str: ...  # what is run: `code`, or the reference followed by it (a partial pitfall)
 
 
-class LimitsSpec(Protocol):
-    @property
-    def time_s(self) -> float: ...
-    @property
-    def memory_mb(self) -> int: ...
-    @property
-    def output_kb(self) -> int: ...
-
-
 class ProblemSpec(Protocol):
     @property
     def id(self) -> str: ...
@@ -64,9 +56,9 @@ class ProblemSpec(Protocol):
     @property
     def after_timeout(self) -> str: ...  # "skip": the tests after one that timed out are not run; or "run"
     @property
-    def limits(self) -> LimitsSpec: ...  # the problem's (a test of no file's own, the custom test, gets these)
+    def limits(self) -> Limits: ...  # the problem's (a test of no file's own, the custom test, gets these)
     @property
-    def test_limits(self) -> Sequence[LimitsSpec]: ...  # each test's, resolved once: one per test in `tests`
+    def test_limits(self) -> Sequence[Limits]: ...  # each test's, resolved once: one per test in `tests`
     @property
     def tests(self) -> Sequence[TestSpec]: ...
     @property

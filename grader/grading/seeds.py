@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from grader.background import BackgroundLoop
-from grader.config_groups import SeedSettings
+from grader.config_grading import SeedSettings
 from grader.grading.model import ProblemSpec
 from grader.grading.selection import positions_of
 

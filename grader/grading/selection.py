@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grader.grading.model import LimitsSpec, PitfallSpec, ProblemSpec, TestSpec
+from grader.grading.model import PitfallSpec, ProblemSpec, TestSpec
+from sandbox.runner.messages import Limits
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,11 @@ class Selection:
         return getattr(self.problem, "require", ())
 
     @property
-    def limits(self) -> LimitsSpec:
+    def limits(self) -> Limits:
         return self.problem.limits
 
     @property
-    def test_limits(self) -> Sequence[LimitsSpec]:
+    def test_limits(self) -> Sequence[Limits]:
         """Each selected test's limits: a test of the problem keeps its own, one of no file's (the custom test)
         gets the problem's."""
         if not self.of_problem:

@@ -18,7 +18,7 @@ import logging
 import threading
 
 from grader import phases
-from grader.config_groups import SandboxSettings
+from grader.config_grading import SandboxSettings
 from grader.containers.bench import BenchOutcome
 from grader.containers.losses import SandboxLost
 from grader.containers.protocol import KEPT, Outcome

@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from grader.problems.custom_test import CustomTest
-from grader.problems.registry import EffectiveLimits, LoadedProblem
+from grader.problems.registry import LoadedProblem
+from sandbox.runner.messages import Limits
 
 
 class ProblemSummary(BaseModel):
@@ -27,7 +28,7 @@ class VisibleTest(BaseModel):
     name: str
     code: str
     weight: float
-    limits: EffectiveLimits | None = Field(None, description="its own limits, where they are not the problem's")
+    limits: Limits | None = Field(None, description="its own limits, where they are not the problem's")
 
 
 class ArgumentPublic(BaseModel):
@@ -88,7 +89,7 @@ class ProblemPublic(ProblemSummary):
     statement: str
     starter_code: str
     entry_points: list[str]
-    limits: EffectiveLimits
+    limits: Limits
     helpers: str = ""
     visible_tests: list[VisibleTest]
     hidden_tests: int

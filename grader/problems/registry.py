@@ -9,6 +9,7 @@ curated one; the shadowed upload is reported in `errors` until one of the two go
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from grader.problems import strict_yaml
-from grader.problems.schema import Alternative, Limits, NestedError, Pitfall, Problem, TestCase, duplicate_names
+from grader.problems.schema import Alternative, NestedError, Pitfall, Problem, TestCase, duplicate_names
 from grader.problems.speed import Speed
+from sandbox.runner.messages import Limits
 
 log = logging.getLogger(__name__)
 
@@ -40,30 +42,6 @@ class ProblemError(Exception):
         return [f"{self.source}:{line}: {text}" if line else f"{self.source}: {text}" for line, text in self.problems]
 
 
-class EffectiveLimits(BaseModel):
-    """A problem's limits once the server's defaults fill what its file leaves out."""
-
-    model_config = ConfigDict(frozen=True)
-
-    time_s: float
-    memory_mb: int
-    output_kb: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump()
-
-    def under(self, own: Limits | None) -> EffectiveLimits:
-        """These limits with what `own` sets in their place: a test's within its problem's, a problem's
-        within the server's defaults. Resolved once, at load; what each test gets is in LoadedProblem."""
-        if own is None:
-            return self
-        return EffectiveLimits(
-            time_s=own.time_s or self.time_s,
-            memory_mb=own.memory_mb or self.memory_mb,
-            output_kb=own.output_kb or self.output_kb,
-        )
-
-
 @dataclass(frozen=True)
 class LoadedProblem:
     """A problem as served: its file's content, its version (a hash of it), its limits in effect. It has
@@ -71,8 +49,8 @@ class LoadedProblem:
 
     problem: Problem
     version: str
-    limits: EffectiveLimits  # the problem's: what a test that sets none of its own gets
-    test_limits: tuple[EffectiveLimits, ...]  # each test's, in file order
+    limits: Limits  # the problem's: what a test that sets none of its own gets
+    test_limits: tuple[Limits, ...]  # each test's, in file order
     path: Path | None = None
     uploaded: bool = False
 
@@ -125,12 +103,12 @@ class LoadedProblem:
         return self.problem.speed
 
     @property
-    def speed_limits(self) -> EffectiveLimits:
+    def speed_limits(self) -> Limits:
         """Each timed call's limits: the speed section's time, else the problem's; the problem's memory and output."""
         speed = self.problem.speed
         if speed is None or speed.time_s is None:
             return self.limits
-        return self.limits.model_copy(update={"time_s": speed.time_s})
+        return dataclasses.replace(self.limits, time_s=speed.time_s)
 
 
 def yaml_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -212,7 +190,7 @@ class Registry:
     """The problems the service knows, by id; replaced whole on reload so readers never see half."""
 
     def __init__(
-        self, defaults: EffectiveLimits, *, max_memory_mb: int | None = None, devices: tuple[str, ...] | None = None
+        self, defaults: Limits, *, max_memory_mb: int | None = None, devices: tuple[str, ...] | None = None
     ) -> None:
         self.defaults = defaults
         self.max_memory_mb = max_memory_mb

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import keyword
 from typing import Any, Literal
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from grader.grading import checkers
 from grader.problems.custom_test import CustomTest, clashes
 from grader.problems.rules import NestedError, compiled_body, forbiddable, known_checker, parsed_check
 from grader.problems.speed import Speed
+from sandbox.runner.messages import Limits as RunnerLimits
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -20,13 +23,20 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Limits(Strict):
+def _file_limits() -> dict[str, Any]:
+    """Each per-test limit (sandbox/runner/messages.py, `Limits`) as a file may set it: optional, within the
+    range a file may ask, described as there."""
+    found: dict[str, Any] = {}
+    for limit in dataclasses.fields(RunnerLimits):
+        low, high = limit.metadata["file"]
+        kind = int if limit.type == "int" else float
+        found[limit.name] = (kind | None, Field(None, ge=low, le=high, description=limit.metadata["description"]))
+    return found
+
+
+class Limits(pydantic.create_model("FileLimits", __base__=Strict, **_file_limits())):  # type: ignore[misc]
     """A problem's limits for each of its tests, or one test's own: a limit a test leaves out is the
     problem's, and one the problem leaves out the server's default (GRADER_DEFAULT_*)."""
-
-    time_s: float | None = Field(None, ge=0.001, le=60, description="wall-clock seconds per test")
-    memory_mb: int | None = Field(None, ge=64, le=16384, description="memory of the process running the tests")
-    output_kb: int | None = Field(None, ge=1, le=65536, description="what a test may print (stdout and stderr)")
 
     @field_validator("memory_mb")
     @classmethod

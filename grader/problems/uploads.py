@@ -10,7 +10,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.config_groups import LimitsSettings, ProblemsSettings, SandboxSettings
+from grader.config_grading import LimitsSettings, SandboxSettings
+from grader.config_groups import ProblemsSettings
 from grader.grading.expected import ExpectedCache
 from grader.problems import strict_yaml
 from grader.problems.check import CheckReport, ProblemChecker

@@ -14,6 +14,7 @@ from grader.config_groups import QueueSettings
 from grader.grading.verdict import Status
 from grader.logs import submission_logging
 from grader.metrics import Metrics
+from grader.queue.backends import grades_where_taken
 from grader.storage import lease_data
 from grader.storage.db import Database
 
@@ -97,7 +98,7 @@ class Leases:
         redispatch_after_s = self.queueing.redispatch_after_s
         with self.db.session() as session:
             expired = lease_data.expired_leases(
-                session, unleased_after_s=redispatch_after_s, running_only=self.queueing.backend == "local"
+                session, unleased_after_s=redispatch_after_s, running_only=grades_where_taken(self.queueing)
             )
         requeued = 0
         for submission_id, status in expired:

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from grader.storage.db import ExpectedOutput, UploadedProblem, utcnow
+from grader.storage.db import Database, ExpectedOutput, UploadedProblem, utcnow
 
 USED_EVERY = timedelta(seconds=60)  # an entry's use is written at most this often (a read is not a write)
 EVICT_TO = 0.9  # of the budget, once it is passed: evictions come in batches, not one per save
+
+
+def expected_store(db: Database, budget_mb: int) -> tuple[Callable[[str], bytes | None], Callable[[str, bytes], None]]:
+    """The reference's outputs kept in the database, as (load, save) by key: each in a session of its own, the
+    least recently used evicted past the budget."""
+
+    def load(key: str) -> bytes | None:
+        with db.session() as session:
+            return load_expected(session, key=key)
+
+    def save(key: str, data: bytes) -> None:
+        with db.session() as session:
+            save_expected(session, key=key, data=data, budget_bytes=budget_mb << 20)
+
+    return load, save
 
 
 def load_expected(session: Session, *, key: str) -> bytes | None:

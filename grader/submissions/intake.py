@@ -13,7 +13,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 from sqlalchemy.orm import Session
 
-from grader.config_groups import AccessSettings, LimitsSettings, QueueSettings, WebhookSettings
+from grader.config_grading import LimitsSettings
+from grader.config_groups import AccessSettings, QueueSettings, WebhookSettings
 from grader.grading.seeds import SeedPool
 from grader.grading.verdict import FINAL
 from grader.metrics import Metrics
@@ -85,6 +86,7 @@ def check_source(source: str, max_bytes: int) -> None:
 class Intake:
     def __init__(
         self,
+        *,
         queueing: QueueSettings,
         access: AccessSettings,
         limits: LimitsSettings,

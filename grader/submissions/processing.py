@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 class Processor:
     def __init__(
         self,
+        *,
         queueing: QueueSettings,
         db: Database,
         registry: Registry,

@@ -31,7 +31,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader import vocabulary
-from grader.config_groups import RunSettings, SandboxSettings
+from grader.config_grading import SandboxSettings
+from grader.config_groups import RunSettings
 from grader.containers.container import SandboxContainer
 from grader.containers.losses import SandboxLost
 from grader.containers.pool import SandboxPool
@@ -144,6 +145,7 @@ class Runs:
 
     def __init__(
         self,
+        *,
         runs: RunSettings,
         sandbox: SandboxSettings,
         pool: SandboxPool,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import pairwise
 from typing import Any
 
@@ -59,21 +59,33 @@ def memory_switches(limits: Sequence[object]) -> int:
     return sum(1 for before, after in pairwise(limits) if before.memory_mb != after.memory_mb)  # type: ignore[attr-defined]
 
 
+def _limit(description: str, low: float, high: float, file: tuple[float, float]) -> Any:
+    """A per-test limit: what it bounds, the range the runner takes, and the range a problem file may ask."""
+    return field(metadata={"description": description, "range": (low, high), "file": file})
+
+
 @dataclass(frozen=True)
 class Limits:
-    """One test's limits, resolved once on the trusted side (problem, test, server defaults and maxima):
-    its wall-clock time, the memory of the process that runs it, what it may print."""
+    """One test's limits, each declared once here: the runner's bounds, and a problem file's (the `limits` of a
+    problem or a test, grader/problems/schema.py, are made from these fields). Resolved once on the trusted side
+    (`under`: the server's defaults, then the problem's, then the test's own), carried whole to the runner."""
 
-    time_s: float
-    memory_mb: int
-    output_kb: int
+    time_s: float = _limit("wall-clock seconds per test", MIN_TEST_TIME_S, MAX_TEST_TIME_S, file=(0.001, 60))
+    memory_mb: int = _limit("memory of the process running the tests", MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, (64, 16384))
+    output_kb: int = _limit("what a test may print (stdout and stderr)", 1, MAX_OUTPUT_KB, file=(1, 65536))
 
     def __post_init__(self) -> None:
-        _number(self.time_s, MIN_TEST_TIME_S, MAX_TEST_TIME_S, "time_s")
-        if type(self.time_s) is int:
-            object.__setattr__(self, "time_s", float(self.time_s))
-        _number(self.memory_mb, MIN_MEMORY_MB, MAX_LIMIT_MEMORY_MB, "memory_mb", integer=True)
-        _number(self.output_kb, 1, MAX_OUTPUT_KB, "output_kb", integer=True)
+        for limit in fields(self):
+            value, integer = getattr(self, limit.name), limit.type == "int"
+            _number(value, *limit.metadata["range"], limit.name, integer=integer)
+            if not integer and type(value) is int:
+                object.__setattr__(self, limit.name, float(value))
+
+    def under(self, own: object | None) -> Limits:
+        """These limits with what `own` sets in their place (its limits that are not None): a problem's
+        within the server's defaults, a test's within its problem's."""
+        changes = {limit.name: value for limit in fields(self) if (value := getattr(own, limit.name, None)) is not None}
+        return replace(self, **changes) if changes else self
 
 
 @dataclass(frozen=True)

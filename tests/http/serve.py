@@ -16,7 +16,7 @@ from grader.logs import configure_logging
 
 def main() -> None:
     settings = Settings()
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.logs.format, settings.logs.level)
     service = build(settings)
     service.db.create_all()
     service.watcher.poll()

@@ -13,7 +13,7 @@ from grader.problems.registry import MAX_PROBLEM_BYTES
 from tests.http.conftest import ADMIN_TOKEN, Server
 
 MiB = 1024 * 1024
-SUBMISSION_CAP = Settings().max_source_bytes * 8 + 4096
+SUBMISSION_CAP = Settings().limits.max_source_bytes * 8 + 4096
 CHUNK = 64 * 1024
 
 

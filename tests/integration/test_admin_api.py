@@ -209,7 +209,7 @@ def test_a_file_dropped_into_the_problems_dir_is_served_without_a_restart(
     admin: tuple[TestClient, Components],
 ) -> None:
     client, service = admin
-    path = service.settings.problems_dir / "dropped.yaml"
+    path = service.settings.problems.dir / "dropped.yaml"
     path.write_text(scaling_problem("dropped-in"))
     first = wait_for(
         lambda: (

@@ -12,7 +12,8 @@ from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker, StepStatus
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 pytestmark = pytest.mark.docker
 
@@ -24,7 +25,7 @@ def checker(shared_checker: ProblemChecker) -> ProblemChecker:
 
 def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     """A submission graded as the Grader grades it: the reference's outputs, then the module judged."""
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])

@@ -104,7 +104,7 @@ def test_a_whole_batch_is_refused_when_the_queue_has_no_room(served: tuple[Compo
     assert "room for" in refused.json()["detail"]
     after = client.get("/api/submissions", params={"limit": 500}, headers=ADMIN).json()["submissions"]
     assert len(after) == len(before), "nothing of the refused batch was stored"
-    too_many = batch(client, [{"problem_id": "x", "source": "x"}] * (components.settings.max_batch_items + 1))
+    too_many = batch(client, [{"problem_id": "x", "source": "x"}] * (components.settings.limits.max_batch_items + 1))
     assert too_many.status_code == 422 and "at most" in too_many.json()["detail"]
     assert batch(client, []).status_code == 422
     assert (

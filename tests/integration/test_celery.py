@@ -76,7 +76,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
             api.stop()
             drop_redis_keys(queue)
             engine = docker.from_env()
-            label = owner_label(worker_settings(make_settings(root / "data"), "w").data_dir)
+            label = owner_label(worker_settings(make_settings(root / "data"), "w").storage.data_dir)
             for container in engine.containers.list(all=True, filters={"label": f"{LABEL}={label}"}):
                 container.remove(force=True)  # none after a clean stop; this test's own if any
             engine.close()
@@ -216,10 +216,10 @@ def test_the_api_draws_hidden_inputs_from_a_pool_of_seeds(stack: CeleryStack) ->
     problem = stack.api.registry.get("embedding-layer")
     assert problem is not None
     deadline = time.monotonic() + 30
-    while stack.api.seeds.ready_count(problem) < stack.api.settings.seed_pool_size:
+    while stack.api.seeds.ready_count(problem) < stack.api.settings.seeding.pool_size:
         assert time.monotonic() < deadline, "the API's seed pool did not fill"
         time.sleep(0.05)
-    draws = [stack.api.seeds.draw(problem) for _ in range(4 * stack.api.settings.seed_pool_size)]
+    draws = [stack.api.seeds.draw(problem) for _ in range(4 * stack.api.settings.seeding.pool_size)]
     assert None not in draws
     assert len(set(draws)) < len(draws), "every submission got a seed of its own"
     first = stack.client.post("/api/submissions?wait=60", json={"problem_id": "embedding-layer", "source": REFERENCE})

@@ -92,7 +92,7 @@ def test_kill_9_of_the_local_service_mid_grading(tmp_path: Path, problems_dir: P
             )
             assert status == 202, body
             ids.append(body["id"])
-        database = Database(make_settings(data_dir).sqlalchemy_url)
+        database = Database(make_settings(data_dir).storage.sqlalchemy_url)
         caught = wait_running(database, ids)
         first.kill9()
         left = statuses(database, ids)
@@ -190,12 +190,12 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
             # A message delivered again for a submission already final grades nothing.
             dispatcher = api.dispatcher
             assert isinstance(dispatcher, CeleryDispatcher)
-            dispatcher.app.send_task(GRADE_TASK, args=[caught], queue=settings.celery_queue)
+            dispatcher.app.send_task(GRADE_TASK, args=[caught], queue=settings.queueing.celery_queue)
             # And one delivered while another thread grades the same submission under a live lease
             # (the second of worker b's two threads takes it) grades nothing either.
             busy = client.post("/api/submissions", json={"problem_id": "embedding-layer", "source": SLOW}).json()["id"]
             assert wait_running(api.db, [busy]) == busy
-            dispatcher.app.send_task(GRADE_TASK, args=[busy], queue=settings.celery_queue)
+            dispatcher.app.send_task(GRADE_TASK, args=[busy], queue=settings.queueing.celery_queue)
             deadline = time.monotonic() + 60
             while not (_not_graded_here(worker_b, caught) and _not_graded_here(worker_b, busy)):
                 assert time.monotonic() < deadline, "the duplicate deliveries were not seen"
@@ -210,7 +210,7 @@ def test_kill_9_of_a_celery_worker_mid_grading(tmp_path: Path, celery_env: tuple
         api.stop()
         data_dir = Path(env["GRADER_DATA_DIR"])
         for name in ("a", "b"):
-            _remove_containers_of(worker_settings(make_settings(data_dir), name).data_dir)
+            _remove_containers_of(worker_settings(make_settings(data_dir), name).storage.data_dir)
 
 
 def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env: tuple[dict[str, str], str]) -> None:
@@ -230,7 +230,7 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             just_stored = crud.create_submission(
                 session, problem_id="embedding-layer", problem_version="v", source=SLOW
             )
-            stored_long_ago = utcnow() - timedelta(seconds=settings.redispatch_after_s + 1)
+            stored_long_ago = utcnow() - timedelta(seconds=settings.queueing.redispatch_after_s + 1)
             session.execute(update(Submission).where(Submission.id == orphan.id).values(created_at=stored_long_ago))
             session.commit()
             assert crud.mark_running(session, submission_id=lost, lease_s=0.05) is not None
@@ -246,7 +246,7 @@ def test_an_expired_lease_is_requeued_and_sent_again(tmp_path: Path, celery_env:
             assert crud.get_submission(session, submission_id=orphan.id).lease_expires_at is not None  # type: ignore[union-attr]
             assert crud.get_submission(session, submission_id=just_stored.id).lease_expires_at is None  # type: ignore[union-attr]
         broker = redis.Redis.from_url(REDIS_URL)
-        assert broker.llen(f"{settings.celery_queue}:{settings.celery_queue}") == 3
+        assert broker.llen(f"{settings.queueing.celery_queue}:{settings.queueing.celery_queue}") == 3
         broker.close()
     finally:
         service.dispatcher.stop()

@@ -9,8 +9,9 @@ import pytest
 
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
 from grader.vocabulary import TestStatus
+from sandbox.runner.messages import Limits
 from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
@@ -81,7 +82,7 @@ def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
 
 
 def grade(checker: ProblemChecker, source: str, text: str = PROBLEM) -> Verdict:
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     return graded(checker, problem, source)
 
 

@@ -52,7 +52,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def capped(service: Any) -> Iterator[tuple[str, FastAPI]]:
     """(base URL, app) of a server with GRADER_MAX_WAITERS=1 and GRADER_MAX_STREAMS=2."""
-    settings = service.settings.model_copy(update={"max_waiters": 1, "max_streams": 2, "log_level": "WARNING"})
+    settings = service.settings.replace(max_waiters=1, max_streams=2, log_level="WARNING")
     app = create_app(settings, components=service)
     server = build_server(app, settings, host="127.0.0.1", port=free_port())
     thread = threading.Thread(target=server.run, name="uvicorn-capped", daemon=True)

@@ -37,7 +37,7 @@ def make_client(tmp_path: Path) -> Iterator[MakeClient]:
         settings = make_settings(tmp_path / f"data{len(opened)}", problems_poll_s=0, **overrides)
         service = build(settings)
         upgrade_to_head(service.db.engine)
-        service.registry.load_dir(settings.problems_dir)
+        service.registry.load_dir(settings.problems.dir)
         client = TestClient(create_app(settings, components=service), client=peer).__enter__()
         opened.append((client, service))
         return client, service
@@ -107,7 +107,10 @@ def _lost_graders(service: Components, submission_id: str, times: int) -> None:
     for _ in range(times):
         with service.db.session() as session:
             taken = crud.mark_running(
-                session, submission_id=submission_id, lease_s=-1.0, max_starts=service.settings.max_grading_starts
+                session,
+                submission_id=submission_id,
+                lease_s=-1.0,
+                max_starts=service.settings.queueing.max_grading_starts,
             )
             assert taken is not None
 

@@ -12,7 +12,8 @@ from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 pytestmark = pytest.mark.docker
 
@@ -63,7 +64,7 @@ def checker(shared_checker: ProblemChecker) -> ProblemChecker:
 
 
 def grade(checker: ProblemChecker, source: str, time_s: float = TIME_S) -> Verdict:
-    limits = EffectiveLimits(time_s=time_s, memory_mb=MEMORY_MB, output_kb=64)
+    limits = Limits(time_s=time_s, memory_mb=MEMORY_MB, output_kb=64)
     problem = Registry(limits).make(parse_problem(PROBLEM, "p.yaml"))
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)

@@ -11,7 +11,8 @@ from grader.grading.execution import build_job, run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, TestStatus, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry
+from grader.problems.registry import LoadedProblem, Registry
+from sandbox.runner.messages import Limits
 
 pytestmark = pytest.mark.docker
 
@@ -58,7 +59,7 @@ def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
 
 
 def _problem(text: str = PROBLEM) -> LoadedProblem:
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=256, output_kb=64), max_memory_mb=4096)
+    registry = Registry(Limits(time_s=2, memory_mb=256, output_kb=64), max_memory_mb=4096)
     return registry.make(registry.parse(text, "per-test-limits.yaml"))
 
 
@@ -106,6 +107,6 @@ def test_a_submission_over_a_tests_own_limit_fails_that_test_alone(checker: Prob
 
 
 def test_a_tests_limit_past_the_servers_maximum_is_refused_at_load() -> None:
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=256, output_kb=64), max_memory_mb=1024)
+    registry = Registry(Limits(time_s=2, memory_mb=256, output_kb=64), max_memory_mb=1024)
     with pytest.raises(Exception, match="1536 MB is more than this server gives a test"):
         registry.parse(PROBLEM, "per-test-limits.yaml")

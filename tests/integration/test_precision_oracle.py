@@ -11,7 +11,8 @@ from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status
 from grader.problems.check import ProblemChecker, StepStatus
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 pytestmark = pytest.mark.docker
 
@@ -82,7 +83,7 @@ def test_a_tolerance_tighter_than_the_references_own_error_is_refused_with_the_e
 ) -> None:
     text = SUM.format(rtol="1.0e-9")
     # What the check guards against, for real: the exact sum (a more accurate submission) fails this test.
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "p.yaml"))
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)
     expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])

@@ -8,7 +8,8 @@ import pytest
 
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker, StepStatus
-from grader.problems.registry import EffectiveLimits, Registry
+from grader.problems.registry import Registry
+from sandbox.runner.messages import Limits
 from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
@@ -55,7 +56,7 @@ def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
 
 def grade(checker: ProblemChecker, text: str, source: str) -> Verdict:
     """A submission graded as the Grader grades it: the reference's outputs, then the module judged."""
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64), max_memory_mb=4096)
+    registry = Registry(Limits(time_s=2, memory_mb=1024, output_kb=64), max_memory_mb=4096)
     problem = registry.make(registry.parse(text, "big.yaml"))
     assert problem.limits.memory_mb == LIMIT_MB
     return graded(checker, problem, source)

@@ -35,7 +35,7 @@ def _wait_final(service: Components, submission_id: str, timeout: float = 120) -
 def test_unfinished_submissions_are_graded_after_a_restart(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, pool_size=1)
     # What a stopped service leaves behind: one submission queued, one caught mid-grading.
-    database = Database(settings.sqlalchemy_url)
+    database = Database(settings.storage.sqlalchemy_url)
     database.create_all()
     with database.session() as session:
         queued = crud.create_submission(session, problem_id="embedding-layer", problem_version="old", source=REFERENCE)

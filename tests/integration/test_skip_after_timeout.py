@@ -12,7 +12,8 @@ from grader.grading.execution import run_module
 from grader.grading.judge import Expected, judge_module
 from grader.grading.verdict import Status, TestStatus, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry
+from grader.problems.registry import Registry
+from sandbox.runner.messages import Limits
 
 pytestmark = pytest.mark.docker
 
@@ -54,7 +55,7 @@ def checker(shared_checker_one_seed: ProblemChecker) -> ProblemChecker:
 
 
 def grade(checker: ProblemChecker, text: str, source: str) -> tuple[Verdict, float]:
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64))
+    registry = Registry(Limits(time_s=2, memory_mb=1024, output_kb=64))
     problem = registry.make(registry.parse(text, "loops.yaml"))
     sandboxes = checker.sandboxes()
     reference = run_module(sandboxes, problem, problem.reference, checker.sandbox, rules=False)

@@ -18,7 +18,8 @@ from grader.grading.expected import ExpectedCache
 from grader.grading.judge import LOCAL
 from grader.grading.speed import SpeedGrader
 from grader.grading.verdict import Status, Verdict
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 from tests.conftest import make_settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -94,7 +95,7 @@ def grader() -> Iterator[SpeedGrader]:
 
 
 def _grade(grader: SpeedGrader, source: str) -> Verdict:
-    registry = Registry(EffectiveLimits(time_s=4, memory_mb=1024, output_kb=64))
+    registry = Registry(Limits(time_s=4, memory_mb=1024, output_kb=64))
     problem = registry.make(parse_problem(_problem_text(), "many-arrays"))
     return grader.grade(problem, source, 5, Verdict(status=Status.ACCEPTED, score=1.0))
 

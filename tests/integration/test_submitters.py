@@ -40,7 +40,7 @@ def make_client(tmp_path: Path) -> Iterator[MakeClient]:
         settings = make_settings(tmp_path / f"data{len(services)}", problems_poll_s=0, **overrides)
         service = build(settings)
         upgrade_to_head(service.db.engine)
-        service.registry.load_dir(settings.problems_dir)
+        service.registry.load_dir(settings.problems.dir)
         services.append(service)
         client = TestClient(create_app(settings, components=service)).__enter__()
         clients.append(client)

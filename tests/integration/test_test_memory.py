@@ -15,8 +15,9 @@ import pytest
 from grader.config import Settings
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
 from grader.submissions.public import public_submission
+from sandbox.runner.messages import Limits
 from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
@@ -89,7 +90,7 @@ def checker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture(scope="module")
 def verdict(checker: ProblemChecker) -> Verdict:
-    limits = EffectiveLimits(time_s=10, memory_mb=MEMORY_MB, output_kb=64)
+    limits = Limits(time_s=10, memory_mb=MEMORY_MB, output_kb=64)
     problem = Registry(limits).make(parse_problem(PROBLEM, "p.yaml"))
     return graded(checker, problem, SOURCE)
 
@@ -131,9 +132,7 @@ def _row(problem_version: str) -> SimpleNamespace:
 
 
 def test_a_hidden_tests_memory_is_shown_to_the_admin_only(verdict: Verdict) -> None:
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=MEMORY_MB, output_kb=64)).make(
-        parse_problem(PROBLEM, "p.yaml")
-    )
+    problem = Registry(Limits(time_s=10, memory_mb=MEMORY_MB, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
     for admin in (False, True):
         public = public_submission(_row(problem.version), verdict.tests, problem, admin=admin)
         visible, hidden = public.tests[1], public.tests[3]

@@ -10,8 +10,9 @@ import pytest
 
 from grader.grading.verdict import Status, Verdict
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
 from grader.vocabulary import TestStatus
+from sandbox.runner.messages import Limits
 from tests.integration.judging import graded
 
 pytestmark = pytest.mark.docker
@@ -89,7 +90,7 @@ def checker(shared_checker: ProblemChecker) -> ProblemChecker:
 
 
 def grade(checker: ProblemChecker, source: str) -> Verdict:
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(PROBLEM, "p.yaml"))
     return graded(checker, problem, source)
 
 
@@ -288,9 +289,7 @@ tests:
 def test_what_a_module_sets_at_import_holds_in_its_own_calls_and_never_in_the_tests_code(
     checker: ProblemChecker,
 ) -> None:
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(
-        parse_problem(LEARNER_PROBLEM, "p.yaml")
-    )
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(LEARNER_PROBLEM, "p.yaml"))
     verdict = graded(checker, problem, LEARNER)
     failures = [(t.name, t.status, t.message) for t in verdict.tests if t.status != "passed"]
     assert verdict.status == Status.ACCEPTED, failures

@@ -65,7 +65,9 @@ def test_the_checks_reference_runs_seed_the_expected_outputs(tmp_path: Path) -> 
             response = client.post("/api/problems", content=scaling_problem("seeded"), headers=AUTH)
             assert response.status_code == 201, response.text
             problem = service.registry.get("seeded")
-            assert problem is not None and len(check_seeds(problem)) == settings.check_seeds == 8  # fresh inputs
+            assert (
+                problem is not None and len(check_seeds(problem)) == settings.problems.check_seeds == 8
+            )  # fresh inputs
             verdict = client.post(
                 "/api/submissions?wait=60",
                 json={"problem_id": "seeded", "source": DOUBLE},
@@ -114,7 +116,7 @@ def celery_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tes
             api.stop()
             drop_redis_keys(queue)
             engine = docker.from_env()
-            label = owner_label(worker_settings(make_settings(root / "data"), "calls").data_dir)
+            label = owner_label(worker_settings(make_settings(root / "data"), "calls").storage.data_dir)
             for container in engine.containers.list(all=True, filters={"label": f"{LABEL}={label}"}):
                 container.remove(force=True)
             engine.close()

@@ -28,7 +28,7 @@ print(json.dumps({"outcome": outcome.header(), "body": len(body), "draws": draws
 
 
 def test_the_childs_warm_up_succeeds_and_leaves_the_random_states_alone() -> None:
-    report = run_script(docker_client(), Settings().sandbox_image, PROBE, [], user="10001:10001")
+    report = run_script(docker_client(), Settings().sandbox.image, PROBE, [], user="10001:10001")
     assert report["outcome"] == {"status": "ok"}, report
     assert report["body"] > 0
     assert report["draws"] == report["fresh"]

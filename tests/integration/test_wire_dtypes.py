@@ -12,7 +12,8 @@ from grader.containers.values import DTYPES, Tensor
 from grader.grading.execution import run_module
 from grader.grading.verdict import Status
 from grader.problems.check import ProblemChecker
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 from tests.integration.test_authoring_features import grade
 
 pytestmark = pytest.mark.docker
@@ -82,7 +83,7 @@ def reference_source() -> str:
 
 
 def test_every_wire_dtype_arrives_as_itself_bit_for_bit(checker: ProblemChecker) -> None:
-    problem = Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(
+    problem = Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(
         parse_problem(problem_text(), "wire-dtypes.yaml")
     )
     run = run_module(checker.sandboxes(), problem, problem.reference, checker.sandbox, rules=False)

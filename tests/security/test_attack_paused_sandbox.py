@@ -19,7 +19,8 @@ from grader.grading.execution import run_module
 from grader.grading.expected import Expected
 from grader.grading.judge import judge_module
 from grader.grading.verdict import Status
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
+from sandbox.runner.messages import Limits
 from tests.conftest import make_settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -52,7 +53,7 @@ def test_a_submission_handed_paused_containers_is_not_blamed() -> None:
     engine = docker.from_env()
     try:
         assert pool.image_id is not None, pool.last_error
-        problem = Registry(EffectiveLimits(time_s=2, memory_mb=512, output_kb=64)).make(parse_problem(PROBLEM, "p"))
+        problem = Registry(Limits(time_s=2, memory_mb=512, output_kb=64)).make(parse_problem(PROBLEM, "p"))
         reference = run_module(pool, problem, problem.reference, settings.sandbox, rules=False)
         expected = Expected([reference.body(i) for i in range(len(problem.tests))], [])
         assert judge_module(

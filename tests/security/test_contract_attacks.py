@@ -19,10 +19,11 @@ from grader.containers.container import FRAME_SLACK_S
 from grader.containers.frames import encode_job
 from grader.containers.protocol import DONE, LOAD, TEST
 from grader.grading.execution import build_job, job_bound_s
-from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
+from grader.problems.registry import LoadedProblem, ProblemError, Registry
 from sandbox.runner import protocol
 from sandbox.runner.child_job import for_child
 from sandbox.runner.messages import Job, JobTest, Limits, Report
+from sandbox.runner.messages import Limits as RunnerLimits
 from sandbox.runner.protocol import CHILD_TEST_OUTCOMES, FrameError, Outcome
 from tests.unit.runner_harness import HostRunner, job
 
@@ -213,7 +214,7 @@ def test_limits_out_of_bounds_never_reach_the_runner(limits: dict) -> None:
 
 
 # -- (b) a problem author --------------------------------------------------------------------------------------
-REGISTRY = Registry(EffectiveLimits(time_s=2.0, memory_mb=512, output_kb=64), max_memory_mb=4096)
+REGISTRY = Registry(RunnerLimits(time_s=2.0, memory_mb=512, output_kb=64), max_memory_mb=4096)
 
 
 def _problem(*test_limits: str, after_timeout: str = "skip") -> LoadedProblem:
@@ -253,7 +254,7 @@ def test_the_whole_job_bound_covers_a_reload_at_every_memory_switch() -> None:
     load only, so N tests each switching memory could take N loads and lose a correct solution's sandbox."""
     settings = Settings()
     problem = _problem(*(f"memory_mb: {256 if index % 2 else 512}" for index in range(10)))
-    worst = 10 * settings.load_time_s + sum(limits.time_s for limits in problem.test_limits)
+    worst = 10 * settings.sandbox.load_time_s + sum(limits.time_s for limits in problem.test_limits)
     assert job_bound_s(problem, settings.sandbox) >= worst
 
 
@@ -267,7 +268,7 @@ def test_the_whole_job_bound_covers_a_reload_after_every_test_that_ends_its_proc
     # The runner's own worst case: the first load, every reload within the job's reload budget (the tests
     # left past it are errors), every test's time.
     job = build_job(problem, MODULE, settings.sandbox)
-    worst = settings.load_time_s + job.reload_budget_s() + sum(limits.time_s for limits in problem.test_limits)
+    worst = settings.sandbox.load_time_s + job.reload_budget_s() + sum(limits.time_s for limits in problem.test_limits)
     assert job_bound_s(problem, settings.sandbox) >= worst, (job_bound_s(problem, settings.sandbox), worst)
 
 

@@ -192,7 +192,7 @@ def _writable_layers(service: object) -> dict[str, int]:
 
 
 def _measure(service: object, root: Path) -> Host:
-    data_dir = service.settings.data_dir  # type: ignore[attr-defined]
+    data_dir = service.settings.storage.data_dir  # type: ignore[attr-defined]
     layers = _writable_layers(service)
     engine = {cid: _engine_bytes(root, cid) + layers.get(cid, 0) for cid in _service_containers(service)}
     stat = os.statvfs(data_dir)
@@ -233,7 +233,7 @@ def test_every_container_of_the_service_logs_nothing_to_the_host(service: object
     assert set(drivers.values()) == {"none"}, drivers
     # The page-cache keeper still reports (over its attach stream now, not `docker logs`).
     keeper = service.pool._keeper  # type: ignore[attr-defined]
-    if service.settings.sandbox_pin_image:  # type: ignore[attr-defined]
+    if service.settings.sandbox.pin_image:  # type: ignore[attr-defined]
         assert keeper is not None and keeper.alive() and keeper.counts["files"] > 1000, keeper
 
 

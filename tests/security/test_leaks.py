@@ -45,7 +45,7 @@ def test_the_service_environment_never_reaches_a_sandbox(
     monkeypatch.setenv("GRADER_ADMIN_TOKEN", context.secret)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", context.secret)
     settings = security_settings(tmp_path / "data", sandbox_runtime, pool_size=1)
-    assert settings.admin_token == context.secret, "the secret is really in the service's settings"
+    assert settings.access.admin_token == context.secret, "the secret is really in the service's settings"
     service = build(settings)
     service.start()
     try:

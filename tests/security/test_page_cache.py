@@ -43,9 +43,9 @@ def test_the_page_cache_channel_between_sandboxes_carries_nothing(sandbox_runtim
     settings = security_settings(tmp_path / "data", sandbox_runtime)
     client = docker_client()
     per_round = BITS * COPIES
-    slots = pc.channel_slots(client, settings.sandbox_image, STRIDE)[: per_round * ROUNDS]
+    slots = pc.channel_slots(client, settings.sandbox.image, STRIDE)[: per_round * ROUNDS]
     # Cold, as after a reboot or an eviction: the service starts after this.
-    pc.evict(client, settings.sandbox_image, [slot.path for slot in slots])
+    pc.evict(client, settings.sandbox.image, [slot.path for slot in slots])
     service = build(settings)
     service.start()
     try:
@@ -63,7 +63,7 @@ def test_the_page_cache_channel_between_sandboxes_carries_nothing(sandbox_runtim
             resident_before = []
             for number in range(ROUNDS):
                 chosen = slots[number * per_round : (number + 1) * per_round]
-                before = pc.resident(client, settings.sandbox_image, chosen)
+                before = pc.resident(client, settings.sandbox.image, chosen)
                 resident_before.append(sum(before) / len(before))
                 rounds.append(pc.run_round(service, post, chosen, pc.PATTERN[:BITS], COPIES))
     finally:

@@ -102,7 +102,7 @@ def served(sandbox_runtime: str, tmp_path_factory: pytest.TempPathFactory) -> It
     from grader.app import create_app
 
     settings = security_settings(tmp_path_factory.mktemp(f"runs-{sandbox_runtime}"), sandbox_runtime)
-    settings = settings.model_copy(update={"run_rate_per_minute": 0})
+    settings = settings.replace(run_rate_per_minute=0)
     components = build(settings)
     components.start()
     try:

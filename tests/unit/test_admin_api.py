@@ -215,7 +215,7 @@ def test_the_admin_routes_are_documented(client: TestClient) -> None:
 
 # -- the poll that reloads problems ------------------------------------------------------------------------
 def test_a_poll_picks_up_added_edited_and_removed_files(service: Components, problem_yaml, mutate) -> None:
-    problems = service.settings.problems_dir
+    problems = service.settings.problems.dir
     assert service.watcher.poll() is False, "nothing changed since the last poll"
     (problems / "new.yaml").write_text(mutate(problem_yaml, "id: tiny-problem", "id: new-problem"))
     assert service.watcher.poll() is True

@@ -14,7 +14,9 @@ RUNNER = GRADER.parent / "sandbox" / "runner"
 
 # Lowest first. A module may import its own package and any package of a lower layer, nothing else.
 LAYERS = [
-    {"config_groups", "origins"},  # the settings' groups, which config.py builds; names of the service
+    {"origins"},  # names of the service
+    {"config_groups"},  # the settings, each declared once in its group
+    {"config_grading"},  # grading's groups of them
     {"config", "logs", "phases", "background", "vocabulary"},
     {"containers"},
     {"grading"},

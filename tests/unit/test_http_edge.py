@@ -23,7 +23,8 @@ from grader.api.edge import FORM_TYPES, JSON_TYPES, YAML_TYPES, DeclaredBodies, 
 from grader.api.forwarded import ForwardedMiddleware
 from grader.api.schemas import SubmissionCreate, shown, validation_message
 from grader.app import create_app
-from grader.config import Settings, parse_origin
+from grader.config import Settings
+from grader.origins import parse_origin
 
 OWN = "http://judge.test:8000"
 ALLOWED = "https://course.example"
@@ -226,9 +227,9 @@ def test_cors_origins_and_the_public_url_are_checked_at_start() -> None:
     settings = Settings(
         cors_origins=" https://Course.Example , http://localhost:5173/ ", public_url="https://j.example/x/"
     )
-    assert settings.cors_allowed == ["https://course.example", "http://localhost:5173"]
-    assert settings.public_origin == "https://j.example"
-    assert Settings().cors_allowed == [] and Settings().public_origin is None
+    assert settings.http.cors_allowed == ["https://course.example", "http://localhost:5173"]
+    assert settings.http.public_origin == "https://j.example"
+    assert Settings().http.cors_allowed == [] and Settings().http.public_origin is None
     for bad in ("*", "null", "https://x.example/path", "ftp://x.example", "x.example"):
         with pytest.raises(ValidationError, match="GRADER_CORS_ORIGINS"):
             Settings(cors_origins=bad)

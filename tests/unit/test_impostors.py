@@ -11,7 +11,8 @@ from grader.containers.values import Tensor
 from grader.problems.check.impostors import impostor_step, passed_by, trusted_impostors
 from grader.problems.check.locate import Locator
 from grader.problems.check.report import StepStatus
-from grader.problems.registry import EffectiveLimits, LoadedProblem, Registry, parse_problem
+from grader.problems.registry import LoadedProblem, Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 PROBLEM = """\
 id: scale
@@ -45,7 +46,7 @@ tests:
 
 
 def problem(text: str = PROBLEM) -> LoadedProblem:
-    return Registry(EffectiveLimits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "s.yaml"))
+    return Registry(Limits(time_s=10, memory_mb=1024, output_kb=64)).make(parse_problem(text, "s.yaml"))
 
 
 def f32(values: Any) -> Tensor:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
 from grader.config import REPO_ROOT
-from grader.problems.registry import (
-    MAX_PROBLEM_BYTES,
-    EffectiveLimits,
-    ProblemError,
-    Registry,
-    parse_problem,
-    problem_version,
-)
+from grader.problems.registry import MAX_PROBLEM_BYTES, ProblemError, Registry, parse_problem, problem_version
 from grader.problems.schema import Problem
+from sandbox.runner.messages import Limits
 
 PROBLEMS_DIR = REPO_ROOT / "problems"
-DEFAULTS = EffectiveLimits(time_s=2.0, memory_mb=1024, output_kb=256)
+DEFAULTS = Limits(time_s=2.0, memory_mb=1024, output_kb=256)
 SOURCE = "tiny.yaml"
 
 
@@ -70,7 +65,7 @@ def test_real_problems_dir_loads_without_errors() -> None:
     assert registry.load_dir(PROBLEMS_DIR) == []
     loaded = registry.get("embedding-layer")
     assert loaded is not None
-    assert loaded.limits.as_dict() == {"time_s": 2, "memory_mb": 1024, "output_kb": 256}
+    assert dataclasses.asdict(loaded.limits) == {"time_s": 2, "memory_mb": 1024, "output_kb": 256}
     assert loaded.path == PROBLEMS_DIR / "embedding-layer.yaml"
     assert len(loaded.version) == 16
 
@@ -315,7 +310,7 @@ def test_limits_fall_back_to_the_defaults_field_by_field(problem_yaml, mutate) -
     assert registry.make(parse_problem(problem_yaml, SOURCE)).limits == DEFAULTS
     text = mutate(problem_yaml, "tags: [demo]", "tags: [demo]\nlimits: {memory_mb: 256}")
     limits = registry.make(parse_problem(text, SOURCE)).limits
-    assert limits == EffectiveLimits(time_s=2.0, memory_mb=256, output_kb=256)
+    assert limits == Limits(time_s=2.0, memory_mb=256, output_kb=256)
 
 
 @pytest.mark.parametrize("limits", ["{time_s: 0}", "{time_s: 61}", "{memory_mb: 1}", "{output_kb: 0}", "{cpus: 2}"])
@@ -521,7 +516,7 @@ def test_each_tests_limits_are_resolved_once_at_load() -> None:
 
     registry = Registry(DEFAULTS, max_memory_mb=4096)
     problem = registry.make(registry.parse(LIMITED, "limited.yaml"))
-    assert problem.limits == EffectiveLimits(time_s=1.5, memory_mb=1024, output_kb=256)
+    assert problem.limits == Limits(time_s=1.5, memory_mb=1024, output_kb=256)
     assert [(limits.time_s, limits.memory_mb, limits.output_kb) for limits in problem.test_limits] == [
         (1.5, 1024, 256),
         (1.5, 2048, 256),

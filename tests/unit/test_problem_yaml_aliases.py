@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from grader.config import REPO_ROOT
-from grader.problems.registry import MAX_PROBLEM_BYTES, EffectiveLimits, ProblemError, Registry, parse_problem
+from grader.problems.registry import MAX_PROBLEM_BYTES, ProblemError, Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 SOURCE = "upload:x"
 
@@ -102,7 +103,7 @@ def test_load_dir_reports_such_files_and_loads_the_others(tmp_path: Path, proble
     (tmp_path / "aliased.yaml").write_text(mutate(other, "tags: [demo]", "tags: &t [demo]"))
     deep = mutate(problem_yaml, "id: tiny-problem", "id: deep")
     (tmp_path / "deep.yaml").write_text(mutate(deep, "tags: [demo]", "tags: " + "[" * 5000 + "]" * 5000))
-    registry = Registry(EffectiveLimits(time_s=2.0, memory_mb=1024, output_kb=256))
+    registry = Registry(Limits(time_s=2.0, memory_mb=1024, output_kb=256))
     errors = registry.load_dir(tmp_path)
     assert [problem.id for problem in registry.all()] == ["tiny-problem"]
     assert sorted(str(error) for error in errors) == [

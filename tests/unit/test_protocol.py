@@ -61,9 +61,10 @@ def test_the_runner_reads_the_job_the_grader_writes() -> None:
 
 def test_the_grader_builds_its_jobs_from_the_contract(tmp_path: Path) -> None:
     from grader.config import Settings
-    from grader.problems.registry import EffectiveLimits, Registry
+    from grader.problems.registry import Registry
+    from sandbox.runner.messages import Limits as RunnerLimits
 
-    registry = Registry(EffectiveLimits(time_s=2.0, memory_mb=512, output_kb=64))
+    registry = Registry(RunnerLimits(time_s=2.0, memory_mb=512, output_kb=64))
     registry.load_dir(Path(__file__).resolve().parents[2] / "problems")
     problem = registry.get("embedding-layer")
     job = build_job(problem, "def f(): pass", Settings(data_dir=tmp_path).sandbox, seed=5)

@@ -13,8 +13,9 @@ import pytest
 from grader.api.events import _last_event_id, pending_events, verdict_id
 from grader.grading import verdict as verdicts
 from grader.grading.verdict import Status
-from grader.problems.registry import EffectiveLimits, ProblemError, Registry, parse_problem
+from grader.problems.registry import ProblemError, Registry, parse_problem
 from grader.submissions.public import plain_details, public_submission
+from sandbox.runner.messages import Limits
 
 PROBLEM = """\
 id: three-hidden
@@ -58,7 +59,7 @@ STATUSES = [
 
 def _problem(extra: str = "") -> Any:
     text = PROBLEM.replace("tests:\n", extra + "tests:\n")
-    return Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(text, "p.yaml"))
+    return Registry(Limits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(text, "p.yaml"))
 
 
 def _results(count: int = 5) -> list[verdicts.TestResult]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from grader.problems.registry import EffectiveLimits, Registry, directory_fingerprint, parse_problem, upload_source
+from grader.problems.registry import Registry, directory_fingerprint, parse_problem, upload_source
+from sandbox.runner.messages import Limits
 
-DEFAULTS = EffectiveLimits(time_s=2.0, memory_mb=1024, output_kb=256)
+DEFAULTS = Limits(time_s=2.0, memory_mb=1024, output_kb=256)
 
 
 def renamed(text: str, mutate, problem_id: str) -> str:

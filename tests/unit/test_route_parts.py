@@ -73,6 +73,20 @@ def test_a_dependency_that_looks_up_a_part_runs_on_the_loop() -> None:
     # A plain `def` dependency would cost every request a hop through the thread pool.
     from grader.api import deps
 
-    lookups = [getattr(deps, name) for name in dir(deps) if name.startswith("get_")]
-    assert len(lookups) >= 10
+    dependencies = [
+        typing.get_args(value)[1].dependency
+        for name, value in vars(deps).items()
+        if name.endswith("Dep") and typing.get_origin(value) is typing.Annotated
+    ]
+    lookups = [call for call in dependencies if call.__name__.startswith("get_")]
+    assert len(lookups) >= 13
     assert all(inspect.iscoroutinefunction(call) for call in lookups)
+
+
+def test_a_part_looked_up_is_one_the_components_have() -> None:
+    import pytest
+
+    from grader.api import deps
+
+    with pytest.raises(AttributeError, match="no part 'registy'"):
+        deps._part("registy")

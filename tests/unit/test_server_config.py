@@ -32,7 +32,11 @@ def test_the_server_uses_the_bounded_protocol_and_the_limits_from_settings() -> 
 
 def test_the_defaults() -> None:
     settings = Settings()
-    assert (settings.header_timeout_s, settings.body_timeout_s, settings.max_connections) == (5, 30, 1000)
+    assert (settings.http.header_timeout_s, settings.http.body_timeout_s, settings.http.max_connections) == (
+        5,
+        30,
+        1000,
+    )
 
 
 @pytest.mark.parametrize(
@@ -73,11 +77,11 @@ def test_grader_serve_runs_the_server_build_server_makes(monkeypatch: pytest.Mon
 def test_under_gvisor_the_pool_holds_twice_as_many_warm_containers_unless_it_is_set(monkeypatch) -> None:
     monkeypatch.delenv("GRADER_POOL_SIZE", raising=False)
     monkeypatch.delenv("GRADER_SANDBOX_RUNTIME", raising=False)
-    cores = Settings().pool_size
-    assert Settings(sandbox_runtime="runsc").pool_size == min(64, 2 * cores)
-    assert Settings(sandbox_runtime="runsc", pool_size=3).pool_size == 3
+    cores = Settings().sandbox.pool_size
+    assert Settings(sandbox_runtime="runsc").sandbox.pool_size == min(64, 2 * cores)
+    assert Settings(sandbox_runtime="runsc", pool_size=3).sandbox.pool_size == 3
     monkeypatch.setenv("GRADER_SANDBOX_RUNTIME", "runsc")
     monkeypatch.setenv("GRADER_POOL_SIZE", "1")
-    assert Settings().pool_size == 1
+    assert Settings().sandbox.pool_size == 1
     monkeypatch.delenv("GRADER_POOL_SIZE")
-    assert Settings().pool_size == min(64, 2 * cores)
+    assert Settings().sandbox.pool_size == min(64, 2 * cores)

@@ -84,7 +84,7 @@ def test_threads_racing_never_exceed_the_limit() -> None:
 
 
 def test_the_caps_must_leave_connections_free() -> None:
-    assert (Settings().max_waiters, Settings().max_streams) == (256, 256)
+    assert (Settings().http.max_waiters, Settings().http.max_streams) == (256, 256)
     with pytest.raises(ValidationError, match="GRADER_MAX_CONNECTIONS"):
         Settings(max_waiters=500, max_streams=500, max_connections=1000)
     with pytest.raises(ValidationError):

@@ -12,7 +12,8 @@ from grader.containers.protocol import BENCH_JOB, KEPT, PREFIX, BenchJob
 from grader.grading.judge import LOCAL
 from grader.grading.speed import SpeedGrader, bench_seed
 from grader.grading.verdict import Status, Verdict
-from grader.problems.registry import EffectiveLimits, Registry
+from grader.problems.registry import Registry
+from sandbox.runner.messages import Limits
 
 MARK = "REFERENCE-ONLY-8c1f"
 
@@ -64,7 +65,7 @@ def _problem() -> Any:
     text = text.replace(
         "      return torch.cdist(x, y)\n\nlimits", f"      return torch.cdist(x, y)  # {MARK}\n\nlimits"
     )
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64))
+    registry = Registry(Limits(time_s=2, memory_mb=1024, output_kb=64))
     problem = registry.make(registry.parse(text, "pairwise-distances.yaml"))
     assert MARK in problem.reference
     return problem

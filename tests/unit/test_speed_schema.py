@@ -7,7 +7,8 @@ import pytest
 
 from grader.config import REPO_ROOT
 from grader.problems.public import problem_public
-from grader.problems.registry import EffectiveLimits, ProblemError, Registry, parse_problem
+from grader.problems.registry import ProblemError, Registry, parse_problem
+from sandbox.runner.messages import Limits
 
 TEXT = (REPO_ROOT / "problems" / "pairwise-distances.yaml").read_text()
 
@@ -19,7 +20,7 @@ def refused(text: str, **context: object) -> str:
 
 
 def test_the_example_loads_and_its_speed_section_is_public() -> None:
-    registry = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=64), devices=("cpu",))
+    registry = Registry(Limits(time_s=2, memory_mb=1024, output_kb=64), devices=("cpu",))
     problem = registry.make(registry.parse(TEXT, "pairwise-distances.yaml"))
     public = problem_public(problem)
     assert public.speed_graded and public.speed is not None

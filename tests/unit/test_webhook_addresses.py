@@ -185,5 +185,5 @@ def test_a_whsec_secret_must_be_base64(tmp_path: Path) -> None:
         Settings(data_dir=tmp_path, webhook_secret="whsec_not base64 at all!!")
     with pytest.raises(ValueError, match="whsec_"):
         Settings(data_dir=tmp_path, webhook_secret="whsec_c2hvcnQ=")  # 5 bytes
-    key = Settings(data_dir=tmp_path, webhook_secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").webhook_signing_key
+    key = Settings(data_dir=tmp_path, webhook_secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").webhooks.signing_key
     assert len(key) == 24

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from grader.grading import verdict
-from grader.problems.registry import EffectiveLimits, Registry, parse_problem
+from grader.problems.registry import Registry, parse_problem
 from grader.submissions import public as schemas
 from grader.web.markup import highlight_python, render_markdown
 from grader.web.mathml import sanitize_mathml, tex_to_mathml
@@ -26,6 +26,7 @@ from grader.web.report import (
     tally,
     values_differ,
 )
+from sandbox.runner.messages import Limits
 
 
 # -- math ---------------------------------------------------------------------------------------------------
@@ -273,9 +274,7 @@ def _public(status: verdict.Status, tests: list[schemas.TestPublic], version: st
 def test_rows_of_a_running_submission_wait_in_file_order() -> None:
     """The hidden tests are one row that waits for the verdict; for the admin (or a problem that opts into
     per-test statuses) each is a row of its own."""
-    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
-        parse_problem(TWO_TESTS, "two-tests.yaml")
-    )
+    problem = Registry(Limits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
     landed = [schemas.TestPublic(index=0, name="first", visible=True, status=verdict.TestStatus.PASSED)]
     public = _public(verdict.Status.RUNNING, landed, problem.version)
     public.hidden = schemas.HiddenSummary(total=1)
@@ -297,9 +296,7 @@ def test_rows_of_a_running_submission_wait_in_file_order() -> None:
 
 
 def test_a_final_verdict_shows_the_hidden_tests_as_a_summary() -> None:
-    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
-        parse_problem(TWO_TESTS, "two-tests.yaml")
-    )
+    problem = Registry(Limits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
     tests = [
         schemas.TestPublic(index=0, name="first", visible=True, status=verdict.TestStatus.PASSED),
         schemas.TestPublic(index=1, name="hidden test 1", visible=False),
@@ -317,9 +314,7 @@ def test_a_final_verdict_shows_the_hidden_tests_as_a_summary() -> None:
 
 
 def test_rows_of_a_final_verdict_are_its_tests() -> None:
-    problem = Registry(EffectiveLimits(time_s=2, memory_mb=1024, output_kb=256)).make(
-        parse_problem(TWO_TESTS, "two-tests.yaml")
-    )
+    problem = Registry(Limits(time_s=2, memory_mb=1024, output_kb=256)).make(parse_problem(TWO_TESTS, "two-tests.yaml"))
     tests = [schemas.TestPublic(name="first", visible=True, status=verdict.TestStatus.SKIPPED)]
     rows = report_rows(_public(verdict.Status.INTERNAL_ERROR, tests, problem.version), problem)
     assert [(row.name, row.status) for row in rows] == [("first", "skipped")]

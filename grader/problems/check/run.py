@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from grader.config_groups import LimitsSettings, SandboxSettings
+from grader.config_grading import LimitsSettings, SandboxSettings
 from grader.containers.container import SandboxContainer
 from grader.containers.losses import SandboxLost
 from grader.containers.pool import SandboxPool
@@ -59,7 +59,7 @@ from grader.problems.check.steps import (
     starter_step,
 )
 from grader.problems.check.tolerances import tolerance_step
-from grader.problems.registry import EffectiveLimits, LoadedProblem, ProblemError, Registry
+from grader.problems.registry import LoadedProblem, ProblemError, Registry
 
 log = logging.getLogger(__name__)
 ONE, BOTH = frozenset({0}), frozenset({0, 1})  # trusted positions: the reference's runs
@@ -93,11 +93,7 @@ class ProblemChecker:
         self.seeds = seeds
         self.budget_s = budget_s
         self._registry = Registry(
-            EffectiveLimits(
-                time_s=limits.default_time_s,
-                memory_mb=limits.default_memory_mb,
-                output_kb=limits.default_output_kb,
-            ),
+            limits.defaults,
             max_memory_mb=limits.max_memory_mb,
             devices=limits.device_list,
         )

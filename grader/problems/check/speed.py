@@ -24,7 +24,7 @@ from grader.problems.check.locate import Locator
 from grader.problems.check.report import CheckStep, StepStatus
 
 if TYPE_CHECKING:
-    from grader.config_groups import SandboxSettings
+    from grader.config_grading import SandboxSettings
     from grader.grading.model import Sandboxes
     from grader.problems.registry import LoadedProblem
 

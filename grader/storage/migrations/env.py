@@ -31,7 +31,7 @@ def run_migrations_online() -> None:
         return
     from grader.config import Settings
 
-    engine = make_engine(config.get_main_option("sqlalchemy.url") or Settings().sqlalchemy_url)
+    engine = make_engine(config.get_main_option("sqlalchemy.url") or Settings().storage.sqlalchemy_url)
     try:
         with engine.connect() as connection:
             _run(connection)
