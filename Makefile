@@ -19,7 +19,7 @@ UNIT = .venv/bin/pytest -p no:schemathesis -p randomly --numprocesses=auto --max
 
 test: setup-test lint-checks
 	$(UNIT)
-	.venv/bin/pytest --ignore=tests/unit
+	.venv/bin/pytest --ignore=tests/unit --durations=20
 
 # One tier at a time (make test runs them all): no Docker; the service with real sandboxes and databases
 # (integration and HTTP); the attacks; the pages in Chromium.

@@ -4,6 +4,7 @@ GET /api/batches/{batch_id} (how they stand). The rules are in grader/submission
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -30,6 +31,7 @@ from grader.submissions.metadata import stored_metadata
 from grader.submissions.submitters import Refused
 
 batches_router = APIRouter(tags=["submissions"])
+MAX_PAGE = 1000  # submissions listed at a time: each summary at most a few KB (its metadata)
 
 _BATCH_SCHEMA = inline_schema(BatchCreate)
 _BATCH_SCHEMA["properties"]["items"]["items"] = {
@@ -136,7 +138,41 @@ class BatchStatus(BaseModel):
     fast_p: FastP | None = Field(
         None, description="KernelBench's fast_p over the items of speed-graded problems (none: no such final item)"
     )
-    submissions: list[BatchItemSummary] = Field(description="oldest first")
+    submissions: list[BatchItemSummary] = Field(description="oldest first: a page of at most `limit`")
+    next: str | None = Field(None, description="more follow: ask again with `after` set to this id")
+
+
+class _Tally:
+    """A batch's summary built while its rows stream past: the counts, whose rows they are, and one page of
+    them (those after `after`, at most `limit`)."""
+
+    def __init__(self, after: str | None, limit: int) -> None:
+        self.counts: dict[str, int] = {}
+        self.owners: set[str | None] = set()
+        self.total = 0
+        self.after, self.limit = after, limit
+        self.page: list[BatchItemSummary] = []
+        self.more = False
+
+    def watch(self, rows: Iterable[Any]) -> Iterator[Any]:
+        reached = self.after is None
+        for row in rows:
+            self.total += 1
+            self.counts[row.status] = self.counts.get(row.status, 0) + 1
+            self.owners.add(row.api_key_hash)
+            if reached and len(self.page) < self.limit:
+                self.page.append(_summary(row))
+            elif reached:
+                self.more = True
+            reached = reached or row.id == self.after
+            yield row
+
+
+def _summary(row: Any) -> BatchItemSummary:
+    metadata = stored_metadata(row.client_metadata)
+    return BatchItemSummary(
+        id=row.id, problem_id=row.problem_id, status=Status(row.status), score=row.score, metadata=metadata
+    )
 
 
 @batches_router.get(
@@ -151,36 +187,30 @@ def get_batch(
     db: DatabaseDep,
     settings: SettingsDep,
     registry: RegistryDep,
-    include: Annotated[bool, Query(description="list each submission (false: the counts only)")] = True,
+    include: Annotated[bool, Query(description="list the batch's submissions (false: the counts only)")] = True,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="at most this many submissions listed")] = MAX_PAGE,
+    after: Annotated[
+        str | None, Query(max_length=64, description="list the submissions after this one (the last page's `next`)")
+    ] = None,
 ) -> BatchStatus:
-    """How a batch stands: counts per status and, for each submission, its status and score. The caller's
+    """How a batch stands: counts per status and KernelBench's fast_p over all of it, and a page of its
+    submissions, each with its status and score (oldest first; the next page starts after `next`). The caller's
     own batches only (the admin's: any)."""
     owner = None if admin else submitter.key_hash
+    tally = _Tally(after, limit if include else 0)
     with db.session() as session:
         rows = listing.batch_rows(session, batch_id=batch_id[:64], limit=settings.limits.max_batch_items)
-    if not rows or (owner is not None and any(row.api_key_hash != owner for row in rows)):
+        fast = fast_p(tally.watch(rows), lambda problem_id: _speed_graded(registry, problem_id))
+    if not tally.total or (owner is not None and tally.owners != {owner}):
         raise HTTPException(404, f"no batch {shown(batch_id)}")
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.status] = counts.get(row.status, 0) + 1
-    final = sum(count for status, count in counts.items() if Status(status) in FINAL)
+    final = sum(count for status, count in tally.counts.items() if Status(status) in FINAL)
     return BatchStatus(
         batch_id=batch_id,
-        total=len(rows),
+        total=tally.total,
         final=final,
-        done=final == len(rows),
-        counts=counts,
-        fast_p=fast_p(rows, lambda problem_id: _speed_graded(registry, problem_id)),
-        submissions=[
-            BatchItemSummary(
-                id=row.id,
-                problem_id=row.problem_id,
-                status=Status(row.status),
-                score=row.score,
-                metadata=stored_metadata(row.client_metadata),
-            )
-            for row in rows
-        ]
-        if include
-        else [],
+        done=final == tally.total,
+        counts=tally.counts,
+        fast_p=fast,
+        submissions=tally.page,
+        next=tally.page[-1].id if tally.more and tally.page else None,
     )

@@ -162,9 +162,9 @@ def build_job(
         ),
         max_result_bytes=sandbox.max_result_bytes,
         load_time_s=sandbox.load_time_s,
-        helpers=getattr(problem, "helpers", ""),
-        skip_after_timeout=getattr(problem, "after_timeout", "skip") != "run",
-        forbid=tuple(getattr(problem, "forbid", ())) if rules else (),
+        helpers=problem.helpers,
+        skip_after_timeout=problem.after_timeout != "run",
+        forbid=tuple(problem.forbid) if rules else (),
     )
 
 
@@ -197,7 +197,7 @@ def run_module(
     rules: the problem's forbid/require hold for it (a submission's, never the reference's): a source that breaks
     one is refused here, before any sandbox, and the forbidden names are replaced in its process."""
     if rules:
-        broken = violations(source, getattr(problem, "forbid", ()), getattr(problem, "require", ()))
+        broken = violations(source, problem.forbid, problem.require)
         if broken:
             message = "; ".join(violation.message for violation in broken)[:2000]
             line = broken[0].line if broken[0].line is not None and 0 < broken[0].line <= 1_000_000 else None

@@ -90,6 +90,6 @@ class Grader:
         except NoSandbox as exc:
             return Verdict(status=Status.INTERNAL_ERROR, message=f"the judge has no sandbox: {exc}")
         verdict = judge_module(problem, expected, run, results, engine_ok=self.sandboxes.engine_ok, judge=self.judge)
-        if getattr(problem, "speed", None) is not None and verdict.status == Status.ACCEPTED:
+        if problem.speed is not None and verdict.status == Status.ACCEPTED:
             verdict = self.speed.grade(problem, source, seed, verdict)  # correct: now, how fast
         return verdict

@@ -56,6 +56,12 @@ class ProblemSpec(Protocol):
     @property
     def after_timeout(self) -> str: ...  # "skip": the tests after one that timed out are not run; or "run"
     @property
+    def forbid(self) -> Sequence[str]: ...  # dotted names the submission may not use
+    @property
+    def require(self) -> Sequence[str]: ...  # names it must use
+    @property
+    def speed(self) -> Any: ...  # its speed grading (problems/speed.py Speed), None where it has none
+    @property
     def limits(self) -> Limits: ...  # the problem's (a test of no file's own, the custom test, gets these)
     @property
     def test_limits(self) -> Sequence[Limits]: ...  # each test's, resolved once: one per test in `tests`

@@ -44,7 +44,7 @@ def derive(seed: int, index: int) -> int:
 def draws_fresh(problem: ProblemSpec) -> bool:
     """Whether a submission's seed matters: a test draws fresh inputs, or the problem is speed-graded (its
     benchmark's inputs are drawn from the submission's seed: grading/speed.py)."""
-    return any(test.seed == "fresh" for test in problem.tests) or getattr(problem, "speed", None) is not None
+    return any(test.seed == "fresh" for test in problem.tests) or problem.speed is not None
 
 
 def per_test_seeds(problem: ProblemSpec, seed: int | None) -> list[int]:

@@ -46,11 +46,16 @@ class Selection:
 
     @property
     def forbid(self) -> Sequence[str]:
-        return getattr(self.problem, "forbid", ())
+        return self.problem.forbid
 
     @property
     def require(self) -> Sequence[str]:
-        return getattr(self.problem, "require", ())
+        return self.problem.require
+
+    @property
+    def speed(self) -> None:
+        """None: a selection's tests are run and judged, never timed (a run, not a grading)."""
+        return None
 
     @property
     def limits(self) -> Limits:
