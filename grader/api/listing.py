@@ -91,14 +91,15 @@ def list_submissions(
     except ValueError:
         raise HTTPException(422, "cursor: not a `next` this API gave") from None
     with db.session() as session:
-        rows, following = listing.page(
-            session, _filters(problem_id, status, since, until, batch_id), after=after, limit=limit
+        summaries, following = listing.page(
+            session, _filters(problem_id, status, since, until, batch_id), after=after, limit=limit, convert=_summary
         )
-    summaries = []
-    for row in rows:
-        values = exports.record(row)
-        summaries.append(AdminSummary(**{key: values[key] for key in AdminSummary.model_fields if key in values}))
     return AdminList(submissions=summaries, next=following.encode() if following is not None else None)
+
+
+def _summary(row: Any) -> AdminSummary:
+    values = exports.record(row)
+    return AdminSummary(**{key: values[key] for key in AdminSummary.model_fields if key in values})
 
 
 # The exports now streaming: a generator counts from the request until its response is dropped (finished,
@@ -128,8 +129,8 @@ def export_submissions(
     until: UntilQuery = None,
     batch_id: BatchQuery = None,
 ) -> StreamingResponse:
-    rows = listing.every_row(db, _filters(problem_id, status, since, until, batch_id))
-    body = exports.csv_lines(rows) if format == "csv" else exports.jsonl(rows)
+    records = listing.every_row(db, _filters(problem_id, status, since, until, batch_id), convert=exports.record)
+    body = exports.csv_records(records) if format == "csv" else exports.jsonl_records(records)
     with _EXPORTS_LOCK:
         if len(_EXPORTS) >= MAX_EXPORTS:
             raise HTTPException(429, f"at most {MAX_EXPORTS} exports at once", headers={"Retry-After": "10"})

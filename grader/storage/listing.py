@@ -4,10 +4,10 @@ table a page at a time (each page in a session of its own) instead of holding ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, and_, or_, select
 from sqlalchemy.orm import Session
@@ -17,6 +17,8 @@ from grader.storage.db import Database, Submission, as_utc
 TABLE = Submission.__table__
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
+T = TypeVar("T")
+PAGE_CHUNK = 4  # rows of a listing's page fetched at a time: each holds its verdict whole
 # What a list or export reads of a row: everything but the source.
 SUMMARY_COLUMNS = [column for column in TABLE.c if column.name != "source"]
 
@@ -98,27 +100,35 @@ def _where(filters: Filters, after: Cursor | None) -> list[Any]:
 
 
 def page(
-    session: Session, filters: Filters, *, after: Cursor | None, limit: int
-) -> tuple[list[Row[Any]], Cursor | None]:
-    """Up to `limit` rows after the cursor, oldest first, and the cursor of the next page (None at the end)."""
+    session: Session, filters: Filters, *, after: Cursor | None, limit: int, convert: Callable[[Row[Any]], T]
+) -> tuple[list[T], Cursor | None]:
+    """Up to `limit` rows after the cursor, oldest first, each made what the caller keeps of it (`convert`) as it
+    is read (a row holds its verdict whole: megabytes of bounded test text: PAGE_CHUNK of them at a time),
+    and the cursor of the next page (None at the end)."""
     query = (
         select(*SUMMARY_COLUMNS)
         .where(*_where(filters, after))
         .order_by(TABLE.c.created_at, TABLE.c.id)
         .limit(limit + 1)
+        .execution_options(yield_per=PAGE_CHUNK)
     )
-    rows = list(session.execute(query))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, (Cursor(rows[-1].created_at, rows[-1].id) if more and rows else None)
+    kept: list[T] = []
+    last: Cursor | None = None
+    for row in session.execute(query):
+        if len(kept) == limit:
+            return kept, last
+        kept.append(convert(row))
+        last = Cursor(row.created_at, row.id)
+    return kept, None
 
 
-def every_row(db: Database, filters: Filters, *, page_size: int = 500) -> Iterator[Row[Any]]:
-    """Every matching row, oldest first, read a page at a time (each page in a session of its own)."""
+def every_row(db: Database, filters: Filters, *, convert: Callable[[Row[Any]], T], page_size: int = 100) -> Iterator[T]:
+    """Every matching row as `convert` makes it, oldest first, read a page at a time (each page in a session of
+    its own)."""
     after: Cursor | None = None
     while True:
         with db.session() as session:
-            rows, after = page(session, filters, after=after, limit=page_size)
-        yield from rows
+            kept, after = page(session, filters, after=after, limit=page_size, convert=convert)
+        yield from kept
         if after is None:
             return

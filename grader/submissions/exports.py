@@ -157,16 +157,23 @@ def _chunks(lines: Iterable[str]) -> Iterator[bytes]:
 
 
 def jsonl(rows: Iterable[Row[Any]]) -> Iterator[bytes]:
-    return _chunks(json.dumps(record(row), ensure_ascii=False, allow_nan=False) + "\n" for row in rows)
+    return jsonl_records(map(record, rows))
+
+
+def jsonl_records(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    return _chunks(json.dumps(values, ensure_ascii=False, allow_nan=False) + "\n" for values in records)
 
 
 def csv_lines(rows: Iterable[Row[Any]]) -> Iterator[bytes]:
+    return csv_records(map(record, rows))
+
+
+def csv_records(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     def lines() -> Iterator[str]:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            values = record(row)
+        for values in records:
             writer.writerow([_cell(values[column]) for column in CSV_COLUMNS])
             yield out.getvalue()
             out.seek(0)
