@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from grader.config_grading import JudgeSettings, LimitsSettings, SandboxSettings, SeedSettings
@@ -158,11 +159,19 @@ def _named(error: ValidationError) -> ValidationError:
             flat = GROUPS[str(loc[0])].flat_names().get(loc[1])
             loc = (PREFIX + flat.upper(), *loc[2:]) if flat else loc
         shown = item["input"] if flat and flat not in SECRET else "(not shown)"
-        details.append({key: item[key] for key in ("type", "ctx") if key in item} | {"loc": loc, "input": shown})
+        details.append(_rebuilt(item, loc, shown))
+    return ValidationError.from_exception_data(error.title, details)
+
+
+def _rebuilt(item: Any, loc: tuple[Any, ...], shown: Any) -> Any:
+    """One error's details as from_exception_data takes them; an error type only pydantic itself raises (such as
+    path_type) as a custom error of that type and message, never the original error with every input in it."""
+    detail = {key: item[key] for key in ("type", "ctx") if key in item} | {"loc": loc, "input": shown}
     try:
-        return ValidationError.from_exception_data(error.title, details)
+        ValidationError.from_exception_data("", [detail])
     except (TypeError, ValueError, KeyError):
-        return error
+        return {"type": PydanticCustomError(str(item["type"]), str(item["msg"])), "loc": loc, "input": shown}
+    return detail
 
 
 @lru_cache

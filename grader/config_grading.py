@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from grader.config_groups import Group, SeedMode
 from sandbox.runner.messages import Limits
+from sandbox.runner.protocol import MAX_RESULT_BYTES, MIN_RESULT_BYTES, MIN_TEST_TIME_S
 
 
 def _default_pool_size() -> int:
@@ -52,8 +53,9 @@ class SandboxSettings(Group):
     pin_image: bool = True
     # How long a submission waits for a free warm sandbox before the judge gives up (internal_error).
     acquire_timeout_s: float = Field(120.0, gt=0)
-    max_result_bytes: int = Field(16 * 1024 * 1024, ge=1024, alias="max_result_bytes")
-    load_time_s: float = Field(10.0, gt=0, le=120, alias="load_time_s")
+    # Within what a job may carry (sandbox/runner/messages.py Job): a value the runner refuses is refused here.
+    max_result_bytes: int = Field(16 * 1024 * 1024, ge=MIN_RESULT_BYTES, le=MAX_RESULT_BYTES, alias="max_result_bytes")
+    load_time_s: float = Field(10.0, ge=MIN_TEST_TIME_S, le=120, alias="load_time_s")
 
     @model_validator(mode="before")
     @classmethod
@@ -96,7 +98,7 @@ class LimitsSettings(Group):
     """What a problem's tests get unless they say otherwise, the most they may ask, and how large a submission
     and a batch may be."""
 
-    default_time_s: float = Field(2.0, gt=0, le=60)
+    default_time_s: float = Field(2.0, ge=MIN_TEST_TIME_S, le=60)
     default_memory_mb: int = Field(1024, ge=64, le=16384)
     # The most memory a problem's tests may be given (its `limits.memory_mb`): every sandbox is sized for it
     # (plus the runner's overhead), each test's process is held to its own problem's limit by the kernel

@@ -56,10 +56,18 @@ def _filters(
     return listing.Filters(
         problem_id=problem_id,
         status=status.value if status is not None else None,
-        since=as_utc(since) if since is not None else None,
-        until=as_utc(until) if until is not None else None,
+        since=_utc(since, "since"),
+        until=_utc(until, "until"),
         batch_id=batch_id,
     )
+
+
+def _utc(moment: datetime | None, name: str) -> datetime | None:
+    """The moment in UTC; 422 for one that has no UTC form (0001-01-01T00:00+14:00 is before year 1 there)."""
+    try:
+        return as_utc(moment) if moment is not None else None
+    except OverflowError:
+        raise HTTPException(422, f"{name}: out of range once in UTC") from None
 
 
 ProblemQuery = Annotated[str | None, Query(max_length=64)]

@@ -143,11 +143,17 @@ def problem_version(problem: Problem) -> str:
 
 
 def parse_problem(
-    text: str, source: str, *, max_memory_mb: int | None = None, devices: tuple[str, ...] | None = None
+    text: str,
+    source: str,
+    *,
+    max_memory_mb: int | None = None,
+    devices: tuple[str, ...] | None = None,
+    default_memory_mb: int | None = None,
 ) -> Problem:
     """Parses and validates one problem file's text; raises ProblemError naming lines. `max_memory_mb`: the
     most memory the server gives a test (a file asking for more is refused); `devices`: where this server
-    can time a speed-graded problem (one asking for another is refused)."""
+    can time a speed-graded problem (one asking for another is refused); `default_memory_mb`: what a test gets
+    when its file says nothing (a speed-graded problem's must fit twice under max_memory_mb)."""
     if len(text.encode("utf-8", "replace")) > MAX_PROBLEM_BYTES:
         raise ProblemError(source, [(None, f"the file is larger than {MAX_PROBLEM_BYTES} bytes")])
     try:
@@ -166,7 +172,7 @@ def parse_problem(
     if not isinstance(data, dict):
         raise ProblemError(source, [(1, "a problem file must be a mapping of fields (id, title, tests, ...)")])
     try:
-        context = {"max_memory_mb": max_memory_mb, "devices": devices}
+        context = {"max_memory_mb": max_memory_mb, "devices": devices, "default_memory_mb": default_memory_mb}
         problem = Problem.model_validate(data, context=context)
     except ValidationError as exc:
         found = []
@@ -205,7 +211,13 @@ class Registry:
 
     def parse(self, text: str, source: str) -> Problem:
         """parse_problem, with this server's ceilings."""
-        return parse_problem(text, source, max_memory_mb=self.max_memory_mb, devices=self.devices)
+        return parse_problem(
+            text,
+            source,
+            max_memory_mb=self.max_memory_mb,
+            devices=self.devices,
+            default_memory_mb=self.defaults.memory_mb,
+        )
 
     def make(self, problem: Problem, path: Path | None = None, *, uploaded: bool = False) -> LoadedProblem:
         limits = self.defaults.under(problem.limits)

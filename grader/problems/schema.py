@@ -14,7 +14,7 @@ from grader.grading import checkers
 from grader.problems.custom_test import CustomTest, clashes
 from grader.problems.rules import NestedError, compiled_body, forbiddable, known_checker, parsed_check
 from grader.problems.speed import Speed
-from sandbox.runner.messages import Limits as RunnerLimits
+from sandbox.runner import messages as runner
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -27,7 +27,7 @@ def _file_limits() -> dict[str, Any]:
     """Each per-test limit (sandbox/runner/messages.py, `Limits`) as a file may set it: optional, within the
     range a file may ask, described as there."""
     found: dict[str, Any] = {}
-    for limit in dataclasses.fields(RunnerLimits):
+    for limit in dataclasses.fields(runner.Limits):
         low, high = limit.metadata["file"]
         kind = int if limit.type == "int" else float
         found[limit.name] = (kind | None, Field(None, ge=low, le=high, description=limit.metadata["description"]))
@@ -174,7 +174,9 @@ class Problem(Strict):
     order: int | None = Field(None, ge=1, le=100_000, description="its place in its track (or in the list): 1 first")
     statement: str = Field(min_length=1, description="Markdown; $...$ and $$...$$ are TeX math")
     starter_code: str = Field(min_length=1, description="what a student starts from: every entry point, unfinished")
-    entry_points: list[str] = Field(min_length=1, description="the functions a submission must define")
+    entry_points: list[str] = Field(
+        min_length=1, max_length=runner.MAX_ENTRY_POINTS, description="the functions a submission must define"
+    )
     reference: str = Field(min_length=1, description="the trusted solution; runs only in the sandbox; never shown")
     limits: Limits = Field(default_factory=Limits)
     seed: Literal["fixed", "fresh"] = Field(
@@ -216,7 +218,7 @@ class Problem(Strict):
         description="Python run in each test's namespace (reference, submission, pitfalls, alternatives) before the "
         "test's code: its names are in scope in every test; shown on the problem page",
     )
-    tests: list[TestCase] = Field(min_length=1)
+    tests: list[TestCase] = Field(min_length=1, max_length=runner.MAX_TESTS)  # as many as a job carries
     custom_test: CustomTest | None = Field(
         None,
         description="the test a learner runs on values of their own (POST /api/runs with `inputs`): its arguments "
@@ -289,8 +291,8 @@ class Problem(Strict):
                 continue
             if call not in defined:
                 raise NestedError(("speed", "baselines", index, "code"), f"does not define {call}, the function timed")
-        ceiling = (info.context or {}).get("max_memory_mb")
-        memory = self.limits.memory_mb
+        ceiling, default = ((info.context or {}).get(key) for key in ("max_memory_mb", "default_memory_mb"))
+        memory = self.limits.memory_mb or default  # left out: the server's GRADER_DEFAULT_MEMORY_MB
         if ceiling is not None and memory is not None and 2 * memory > ceiling:
             raise NestedError(
                 ("limits", "memory_mb"),
