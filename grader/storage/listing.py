@@ -122,9 +122,9 @@ def page(
     return kept, None
 
 
-def every_row(db: Database, filters: Filters, *, convert: Callable[[Row[Any]], T], page_size: int = 100) -> Iterator[T]:
+def every_row(db: Database, filters: Filters, *, convert: Callable[[Row[Any]], T], page_size: int = 20) -> Iterator[T]:
     """Every matching row as `convert` makes it, oldest first, read a page at a time (each page in a session of
-    its own)."""
+    its own; a page's records held until sent, each up to a MB where a verdict's tests are many)."""
     after: Cursor | None = None
     while True:
         with db.session() as session:
