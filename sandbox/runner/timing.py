@@ -48,7 +48,9 @@ class Benchmark:
         self.oom_before = cleanup.oom_kills()
         self.spent = {"subject": 0, "baseline": 0}  # every call's net time so far, in ns
         self.returned = 0  # the bytes of the subject's kept calls so far (BenchJob.total_bytes)
-        self.cpu_clock = True  # each child's CPU time where the kernel keeps it (runc), else the wall clock
+        # Each child's CPU time where the kernel keeps it (runc) and the work is the CPU's; else the wall clock
+        # (gVisor; or a device, whose work is not the child's CPU time: it waits for it, synchronised, in the call).
+        self.cpu_clock = self.bench.device == "cpu"
         self.stopped_at: dict[int, int] = {}  # a child's CPU time when it was last stopped
         self.inputs: dict[tuple[int, int], bytes] = {}  # the coming region's, encoded (execute_bench.py)
         self.maker: Child | None = None  # the inputs' child

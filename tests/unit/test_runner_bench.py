@@ -58,6 +58,17 @@ def test_a_benchmark_sends_each_sizes_checked_calls_and_times_then_its_end(runne
     assert exchange.done is not None and exchange.done.header.clean
 
 
+def test_a_benchmark_on_a_device_is_timed_on_the_wall_clock(runner: HostRunner) -> None:
+    """A device's work is not the child's CPU time (the call waits for it): a benchmark timed on a device reads
+    the runner's wall clock, which a sleep in the call does fill."""
+    job = bench_job(TWICE, "import time\ndef f(x):\n    time.sleep(0.004)\n    return x * 2\n", sizes=1, repeats=5)
+    exchange = runner.run_bench(replace(job, bench=replace(job.bench, device="cuda")))
+    assert exchange.end.status == Outcome.OK and exchange.end.clock == "wall", exchange.end
+    assert min(exchange.sizes[0].header.baseline_ns) >= 3_700_000  # the sleep, on the wall clock
+    cpu = runner.run_bench(job)  # the same on the CPU: a sleep is no CPU time
+    assert cpu.end.clock == "cpu" and max(cpu.sizes[0].header.baseline_ns) < 3_000_000
+
+
 def test_the_modules_take_turns_a_b_then_b_a(runner: HostRunner, tmp_path: Path) -> None:
     log = tmp_path / "turns"
     module = "def f(x):\n    with open({path!r}, 'a') as out:\n        out.write('{who}%d ' % x)\n    return x\n"
