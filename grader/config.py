@@ -92,7 +92,7 @@ class Settings(BaseSettings):
             if isinstance(given, dict):
                 folded[key].update(given)
             else:
-                rest[key] = given
+                folded[key] = given  # not a group: refused when validated
         return {**rest, **folded}
 
     @model_validator(mode="after")

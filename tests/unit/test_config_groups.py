@@ -106,6 +106,9 @@ def test_a_group_may_be_built_alone_or_given_whole() -> None:
         SandboxSettings(unknown=1)  # type: ignore[call-arg]
     given = Settings(sandbox=SandboxSettings(image="whole"), sandbox_image="flat")
     assert given.sandbox.image == "whole"
+    for junk in (None, "junk", 5):
+        with pytest.raises(ValidationError):
+            Settings(access=junk)
 
 
 def test_gvisor_doubles_the_pool_unless_it_is_set() -> None:
