@@ -103,7 +103,15 @@ async def create_batch(
             )
 
         def take() -> BatchAccepted:
-            items = parse_items(body, SubmissionCreate, submitter, intake, admin=admin, message=validation_message)
+            items = parse_items(
+                body,
+                SubmissionCreate,
+                submitter,
+                intake,
+                admin=admin,
+                message=validation_message,
+                client_address=client,
+            )
             return take_batch(intake, items, submitter, client)
 
         try:

@@ -64,14 +64,15 @@ async def create_submission(
         str | None,
         Header(
             alias="Idempotency-Key",
-            description="a retry with the same key (per API key) returns the submission the first try made",
+            description="a retry with the same key (per owner: API key, else X-Owner-Token, else address) returns the "
+            "submission the first try made",
         ),
     ] = None,
 ) -> Response:
     """Stores a submission and queues it. With `Idempotency-Key: <key>`, a retry with the same key (and
     API key) gets the submission the first try created, marked `Idempotent-Replayed: true`."""
     try:
-        stored_key = idempotency_key(idempotency, submitter)
+        stored_key = idempotency_key(idempotency, submitter, request.client.host if request.client else None)
         # Parsed here rather than by FastAPI: every malformed body gets the same clear, bounded 422.
         payload = await read_json_body(request, SubmissionCreate, submission_body_cap(settings.limits))
         if payload.seed is not None and not admin:

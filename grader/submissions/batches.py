@@ -74,9 +74,11 @@ def parse_items(
     *,
     admin: bool,
     message: Callable[[ValidationError], str],
+    client_address: str | None = None,
 ) -> list[Item]:
-    """Each item validated as a single submission's body; those that fail carry their refusal. Blocking: a
-    callback URL's host is resolved."""
+    """Each item validated as a single submission's body; those that fail carry their refusal (an item's
+    idempotency key scoped to its owner, `client_address` for an anonymous one without an owner token).
+    Blocking: a callback URL's host is resolved."""
     items: list[Item] = []
     checked: dict[str, str | None] = {}
     for index, raw in enumerate(body.items):
@@ -85,7 +87,7 @@ def parse_items(
         try:
             if key is not None and not isinstance(key, str):
                 raise Refused(422, "idempotency_key: a string of 1 to 255 printable ASCII characters")
-            item.stored_key = idempotency_key(key, submitter)
+            item.stored_key = idempotency_key(key, submitter, client_address)
             try:
                 item.payload = model.model_validate(raw)
             except ValidationError as exc:

@@ -122,11 +122,19 @@ def check_rate(
     )
 
 
-def idempotency_key(raw: str | None, submitter: Submitter) -> str | None:
-    """The stored form of a request's Idempotency-Key: scoped to the API key, hashed to a fixed length."""
+def idempotency_key(raw: str | None, submitter: Submitter, client_address: str | None) -> str | None:
+    """The stored form of a request's Idempotency-Key, hashed to a fixed length and scoped to its owner: the API
+    key; without one, the caller's X-Owner-Token, else its address. Anonymous callers do not share one key
+    space: another's key neither replays its submission nor tells that it was used."""
     if raw is None:
         return None
     raw = raw.strip()
     if not raw or len(raw) > MAX_IDEMPOTENCY_KEY or not raw.isascii() or not raw.isprintable():
         raise Refused(422, f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters")
-    return hashlib.sha256(f"{submitter.key_hash or 'anonymous'}\n{raw}".encode()).hexdigest()
+    if submitter.key_hash is not None:
+        scope = "key:" + submitter.key_hash
+    elif submitter.owner_hash is not None:
+        scope = "owner:" + submitter.owner_hash
+    else:
+        scope = "address:" + (client_address or "")
+    return hashlib.sha256(f"{scope}\n{raw}".encode()).hexdigest()
