@@ -122,9 +122,10 @@ def page(
     return kept, None
 
 
-def every_row(db: Database, filters: Filters, *, convert: Callable[[Row[Any]], T], page_size: int = 20) -> Iterator[T]:
+def every_row(db: Database, filters: Filters, *, convert: Callable[[Row[Any]], T], page_size: int = 100) -> Iterator[T]:
     """Every matching row as `convert` makes it, oldest first, read a page at a time (each page in a session of
-    its own; a page's records held until sent, each up to a MB where a verdict's tests are many)."""
+    its own; a page's records held until sent: a few KB each, up to a MB for a problem of a thousand tests. An
+    export of 20,000 rows took 2.3 s in pages of 500, 2.6 s in pages of 100, 4.1-4.2 s in pages of 20)."""
     after: Cursor | None = None
     while True:
         with db.session() as session:
